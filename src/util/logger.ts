@@ -1,0 +1,74 @@
+import { createRequire } from 'node:module';
+import { pino, type DestinationStream, type Logger } from 'pino';
+
+export type { Logger } from 'pino';
+
+// Logs are pino JSON, pretty on a terminal. Every secret registered here (the API key above all)
+// is replaced in the finished line, whatever field or message it hid in, before it is written.
+
+export interface LoggerOptions {
+  level?: string;
+  /** Pretty, coloured lines for a person at a terminal. */
+  pretty?: boolean;
+  /** Values that must never be written. */
+  secrets?: readonly string[];
+  /** Where lines go; default stderr (stdout is for command output). */
+  destination?: { write(line: string): unknown };
+  base?: Record<string, unknown>;
+}
+
+export const REDACTED = '[REDACTED]';
+
+export function redactText(text: string, secrets: readonly string[]): string {
+  let out = text;
+  for (const s of secrets) if (s.length >= 8) out = out.split(s).join(REDACTED);
+  return out;
+}
+
+export function createLogger(options: LoggerOptions = {}): Logger {
+  const secrets = (options.secrets ?? []).filter((s) => s.length >= 8);
+  const target = options.destination ?? process.stderr;
+  let write: (line: string) => unknown = (line) => target.write(line);
+  if (options.pretty) {
+    // pino-pretty as a synchronous stream keeps ordering with the process's other output.
+    const prettyFactory = loadPretty();
+    if (prettyFactory) {
+      const prettify = prettyFactory({ colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' });
+      write = (line) => target.write(prettify(line));
+    }
+  }
+  const stream: DestinationStream = {
+    write(line: string) {
+      write(secrets.length ? redactText(line, secrets) : line);
+    },
+  };
+  return pino(
+    {
+      level: options.level ?? 'info',
+      base: options.base ?? null,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    stream,
+  );
+}
+
+type PrettyFactory = (opts: Record<string, unknown>) => (line: string) => string;
+let prettyCache: PrettyFactory | null | undefined;
+
+function loadPretty(): PrettyFactory | null {
+  if (prettyCache !== undefined) return prettyCache;
+  try {
+    // pino-pretty is CommonJS; createRequire keeps this module synchronous.
+    const mod = createRequire(import.meta.url)('pino-pretty') as { prettyFactory?: PrettyFactory };
+    prettyCache = mod.prettyFactory ?? null;
+  } catch {
+    prettyCache = null;
+  }
+  return prettyCache;
+}
+
+/** A logger that drops everything, for tests and library callers that pass none. */
+export function silentLogger(): Logger {
+  return pino({ level: 'silent' });
+}
