@@ -60,10 +60,10 @@ export class SimFaults {
     this.rng = new Rng(this.config.seed);
   }
 
+  /** Changes some settings; giving a seed restarts the sequence of draws from it. */
   set(config: Partial<FaultConfig>): void {
-    const reseed = config.seed !== undefined && config.seed !== this.config.seed;
     this.config = { ...this.config, ...config };
-    if (reseed) this.rng = new Rng(this.config.seed);
+    if (config.seed !== undefined) this.rng = new Rng(config.seed);
   }
 
   off(): void {

@@ -285,7 +285,7 @@ export class RunUniverse {
         const toolIdx = this.toolPool.findIndex((t) => t.requiresApproval && t.id !== null);
         steps[pending] = { type: 'tool_call', tool: toolIdx };
         const t1 = after(c, 10 * MICROS_PER_SECOND, 5 * MICROS_PER_MINUTE);
-        const t2 = after(t1, 2 * MICROS_PER_MINUTE, 3 * MICROS_PER_DAY);
+        const t2 = after(t1, 5 * MICROS_PER_MINUTE, 5 * MICROS_PER_DAY);
         const t3 = after(t2, 10 * MICROS_PER_SECOND, 10 * MICROS_PER_MINUTE);
         out.push(
           start,
@@ -512,7 +512,7 @@ export class RunUniverse {
     }
     return {
       ...base,
-      agent: agent ? { ...agent, name: (base.agent as Json | null)?.name ?? null } : null,
+      agent,
       trigger: this.trigger(plan, true),
       conversation,
       steps,

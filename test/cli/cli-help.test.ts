@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { collect, runCli, spawnCli, waitForLine } from '../support/cli.ts';
+
+// The CLI's surface: every command of the product contract has --help; bad usage exits 2.
+
+const COMMANDS = ['demo', 'sync', 'backfill', 'snapshot', 'export', 'rebuild', 'worker', 'status', 'simulate'];
+
+describe('runsync CLI', () => {
+  it('lists every command in --help', async () => {
+    const r = await runCli(['--help']);
+    expect(r.code).toBe(0);
+    for (const c of COMMANDS) expect(r.stdout).toMatch(new RegExp(`^\\s+${c}\\b`, 'm'));
+  });
+
+  it.each(COMMANDS)('%s --help exits 0 and describes the command', async (c) => {
+    const r = await runCli([c, '--help']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain(`Usage: runsync ${c}`);
+  });
+
+  it.each(COMMANDS)('%s: when its help says "not built yet", running it says so and exits 2', async (c) => {
+    const help = (await runCli([c, '--help'])).stdout;
+    if (!help.includes('(not built yet)')) return;
+    const r = await runCli(c === 'backfill' ? [c, '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-02T00:00:00Z'] : [c]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toContain(`runsync ${c} is not built yet`);
+  });
+
+  it('exits 2 on an unknown command, an unknown option, or a bad value', async () => {
+    for (const args of [['nosuch'], ['simulate', '--nosuch'], ['simulate', '--faults', 'boom=2'], ['simulate', '--port', 'x'], []]) {
+      const r = await runCli(args);
+      expect(r.code, args.join(' ')).toBe(2);
+    }
+  });
+
+  it('simulate serves the API until it is stopped', async () => {
+    const child = spawnCli(['simulate', '--port', '0', '--size', '50', '--key', 'svc_live_cli_test_key', '--now', '2026-03-01T00:00:00Z']);
+    const done = collect(child, 30_000);
+    const line = await waitForLine(child, /^export RUNSYNC_API_URL=/);
+    const url = line.split('=')[1] as string;
+    const res = await fetch(`${url}/api/v1/runs?limit=2`, { headers: { authorization: 'Bearer svc_live_cli_test_key' } });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as { data: unknown[] }).data).toHaveLength(2);
+    child.kill('SIGTERM');
+    const r = await done;
+    expect(r.code).toBe(0);
+    expect(r.stdout).not.toContain('svc_live_cli_test_key');
+  });
+});
