@@ -93,8 +93,8 @@ export class Rng {
 
   hex(chars: number): string {
     let out = '';
-    while (out.length < chars) out += this.u32().toString(16).padStart(8, '0');
-    return out.slice(0, chars);
+    while (out.length < chars) out += (this.u32() + 0x100000000).toString(16).slice(1);
+    return out.length === chars ? out : out.slice(0, chars);
   }
 
   uuid(): string {
@@ -108,11 +108,8 @@ export function rngFor(seed: number, ...keys: Key[]): Rng {
 
 /** Lays 32 hex digits out as a version-4 uuid. */
 export function formatUuid(hex32: string): string {
-  const h = hex32.split('');
-  h[12] = '4';
-  h[16] = '89ab'[parseInt(h[16] as string, 16) & 3] as string;
-  const s = h.join('');
-  return `${s.slice(0, 8)}-${s.slice(8, 12)}-${s.slice(12, 16)}-${s.slice(16, 20)}-${s.slice(20, 32)}`;
+  const variant = '89ab'[parseInt(hex32.charAt(16), 16) & 3] as string;
+  return `${hex32.slice(0, 8)}-${hex32.slice(8, 12)}-4${hex32.slice(13, 16)}-${variant}${hex32.slice(17, 20)}-${hex32.slice(20, 32)}`;
 }
 
 // Run ids encode their index so a detail request finds its run without an index of all ids:

@@ -8,7 +8,7 @@ import {
 } from '../util/timestamp.ts';
 import type { CatalogEntity, Json, SimCatalog } from './sim-catalog.ts';
 import { hashKeys, indexedUuid, indexOfUuid, Rng, rngFor } from './sim-random.ts';
-import { deepJson, jsonValue, paragraph, personName, sentence, title, word } from './sim-text.ts';
+import { deepJson, jsonValue, paragraph, personName, sentence, title } from './sim-text.ts';
 
 // Runs form an endless sequence: run i is created at a time that grows with i, so a created-time
 // range maps to an index range by binary search, and the clock reveals runs as it passes them.
@@ -543,7 +543,7 @@ export class RunUniverse {
     const failed = !pendingHere && r.chance(0.08);
     const redacted = r.chance(0.15);
     const truncated = r.chance(0.07);
-    let output: unknown = pendingHere ? null : jsonValue(r, 3);
+    let output: unknown = pendingHere ? null : jsonValue(r, r.chance(0.2) ? 3 : 2);
     if (!pendingHere && r.chance(this.opts.largeOutputFraction)) {
       output = { body: largeText(r, this.opts.largeOutputBytes), truncated_at: this.opts.largeOutputBytes };
     } else if (!pendingHere && r.chance(0.005)) {
@@ -570,14 +570,9 @@ export class RunUniverse {
 }
 
 function largeText(rng: Rng, bytes: number): string {
-  const parts: string[] = [];
-  let n = 0;
-  while (n < bytes) {
-    const w = word(rng) + ' ';
-    parts.push(w);
-    n += Buffer.byteLength(w);
-  }
-  return parts.join('');
+  // A paragraph repeated to size: large like a real API dump, cheap to generate.
+  const unit = `${paragraph(rng, 4, 8)} `;
+  return unit.repeat(Math.max(1, Math.ceil(bytes / Buffer.byteLength(unit)))).slice(0, bytes);
 }
 
 export function isOpenSummary(run: Json): boolean {
@@ -597,7 +592,7 @@ export const DEFAULT_RUN_OPTIONS = {
   lateFraction: 0.03,
   lateMaxMicros: 10 * MICROS_PER_MINUTE,
   postSettleFraction: 0.05,
-  largeOutputFraction: 0.01,
+  largeOutputFraction: 0.001,
   largeOutputBytes: 64 * 1024,
 } as const;
 

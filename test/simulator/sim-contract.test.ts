@@ -163,7 +163,7 @@ describe('data realism', () => {
     let messages = 0;
     let evaluations = 0;
     for (const d of sim.world.truthRunDetails()) {
-      steps += d.steps.length;
+      steps += (d.steps as unknown[]).length;
       messages += (d.conversation as unknown[]).length;
       evaluations += (d.evaluation_attributes as unknown[]).length;
       for (const s of d.steps as any[]) {

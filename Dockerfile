@@ -1,0 +1,16 @@
+# One image for every runsync role: the worker, the simulator, one-off commands.
+FROM node:20-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
+COPY src ./src
+COPY jobs ./jobs
+COPY schemas ./schemas
+COPY bin ./bin
+RUN npm ci --no-audit --no-fund && npm prune --omit=dev
+
+FROM node:20-bookworm-slim
+ENV NODE_ENV=production
+WORKDIR /app
+COPY --from=build /app /app
+USER node
+ENTRYPOINT ["node", "bin/runsync.js"]
