@@ -1,0 +1,28 @@
+import { Pool } from 'undici';
+
+// One keep-alive connection pool per API origin: bounded connections so concurrency cannot run
+// away, and timeouts on every phase so a stalled server costs a retry, not a hung sync.
+
+export interface PoolOptions {
+  /** Connections at most; default 16. */
+  connections?: number;
+  /** Idle time a kept-alive connection is held; default 30 s. */
+  keepAliveMs?: number;
+  connectTimeoutMs?: number;
+  /** Time to the response headers. */
+  headersTimeoutMs?: number;
+  /** Longest silence while the body streams in. */
+  bodyTimeoutMs?: number;
+}
+
+export function createApiPool(origin: string, options: PoolOptions = {}): Pool {
+  return new Pool(origin, {
+    connections: options.connections ?? 16,
+    pipelining: 1,
+    keepAliveTimeout: options.keepAliveMs ?? 30_000,
+    keepAliveMaxTimeout: 10 * 60_000,
+    connectTimeout: options.connectTimeoutMs ?? 10_000,
+    headersTimeout: options.headersTimeoutMs ?? 30_000,
+    bodyTimeout: options.bodyTimeoutMs ?? 30_000,
+  });
+}

@@ -1,0 +1,90 @@
+import type { Logger } from '../util/logger.ts';
+import { silentLogger } from '../util/logger.ts';
+import { systemClock } from './budget-clock.ts';
+import { readRateHeaders } from './budget-headers.ts';
+import { MemoryBudgetStore } from './budget-memory-store.ts';
+import { learn, pacedRate, pauseUntil, takeSlot } from './budget-policy.ts';
+import type {
+  BudgetClock,
+  BudgetPolicy,
+  BudgetSnapshot,
+  BudgetStore,
+  HeaderMap,
+  RateBudget,
+} from './budget-types.ts';
+
+export interface RateBudgetOptions {
+  /** Where the state lives; default: this process's memory. */
+  store?: BudgetStore;
+  /** RUNSYNC_RATE_LIMIT: requests per second at most; null or absent: learn from the API alone. */
+  ceilingPerSecond?: number | null;
+  /** Share of the key's budget left for its other users; default 5%. */
+  reserve?: number;
+  clock?: BudgetClock;
+  logger?: Logger;
+}
+
+export const DEFAULT_RESERVE = 0.05;
+
+/** The budget of one API key, shared by every request made through it. */
+export class SharedRateBudget implements RateBudget {
+  readonly policy: Readonly<BudgetPolicy>;
+  private readonly store: BudgetStore;
+  private readonly clock: BudgetClock;
+  private readonly logger: Logger;
+  private readonly granted: Record<string, number> = {};
+  private pauses = 0;
+
+  constructor(options: RateBudgetOptions = {}) {
+    const ceiling = options.ceilingPerSecond ?? null;
+    const reserve = options.reserve ?? DEFAULT_RESERVE;
+    if (ceiling !== null && !(Number.isFinite(ceiling) && ceiling > 0)) {
+      throw new RangeError(`the rate ceiling must be a positive number of requests per second; got ${ceiling}`);
+    }
+    if (!(Number.isFinite(reserve) && reserve >= 0 && reserve < 1)) {
+      throw new RangeError(`the reserve must be a share from 0 to below 1; got ${reserve}`);
+    }
+    this.policy = Object.freeze({ ceilingPerSecond: ceiling, reserve });
+    this.store = options.store ?? new MemoryBudgetStore();
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger();
+  }
+
+  async acquire(endpoint: string, signal?: AbortSignal): Promise<void> {
+    for (;;) {
+      if (signal?.aborted) throw signal.reason;
+      const now = this.clock.now();
+      const slot = await this.store.update((s) => takeSlot(s, now, this.policy));
+      if (slot > now) {
+        await this.clock.sleep(slot - now, signal);
+        // A 429 seen by another caller while we waited holds us too.
+        const { pausedUntilMs } = await this.store.read();
+        if (pausedUntilMs > this.clock.now()) continue;
+      }
+      this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
+      return;
+    }
+  }
+
+  async observe(endpoint: string, status: number, headers: HeaderMap): Promise<void> {
+    const obs = readRateHeaders(headers, this.clock.now());
+    if (!obs) return;
+    const before = await this.store.read();
+    await this.store.update((s) => ({ state: learn(s, obs, status === 429), result: undefined }));
+    if (obs.limit !== null && obs.limit !== before.limit) {
+      const after = await this.store.read();
+      this.logger.debug({ endpoint, limit: obs.limit, rate: pacedRate(after, this.policy) }, 'learned the rate limit');
+    }
+  }
+
+  async pause(retryAfterMs: number): Promise<void> {
+    const until = this.clock.now() + Math.max(0, retryAfterMs);
+    this.pauses++;
+    await this.store.update((s) => ({ state: pauseUntil(s, until), result: undefined }));
+  }
+
+  async snapshot(): Promise<BudgetSnapshot> {
+    const s = await this.store.read();
+    return { ...s, ratePerSecond: pacedRate(s, this.policy), granted: { ...this.granted }, pauses: this.pauses };
+  }
+}

@@ -1,0 +1,15 @@
+export type {
+  BudgetClock,
+  BudgetPolicy,
+  BudgetSnapshot,
+  BudgetState,
+  BudgetStore,
+  HeaderMap,
+  RateBudget,
+  RateObservation,
+} from './budget-types.ts';
+export { SharedRateBudget, DEFAULT_RESERVE, type RateBudgetOptions } from './budget-rate.ts';
+export { MemoryBudgetStore } from './budget-memory-store.ts';
+export { systemClock } from './budget-clock.ts';
+export { readRateHeaders, retryAfterMs, resetToMs } from './budget-headers.ts';
+export { initialBudgetState, learn, pacedRate, pauseUntil, reserveCount, rollWindow, takeSlot } from './budget-policy.ts';
