@@ -137,14 +137,14 @@ export class ApiClient {
   // -- runs
 
   /** One page of run summaries: one request, so a value list over the per-request limit is refused. */
-  listRuns(filter: RunListFilter = {}, page: PageRequest = {}): Promise<ListPage<RunSummary>> {
+  async listRuns(filter: RunListFilter = {}, page: PageRequest = {}): Promise<ListPage<RunSummary>> {
     const [query] = runListQueries(filter, { split: false });
     return this.fetchPage<RunSummary>('runs.list', '/runs', query ?? [], page, 0, 1);
   }
 
   /** Every page of run summaries; long value lists are split and their answers merged by id. */
-  runPages(filter: RunListFilter = {}, options: IterateOptions = {}): AsyncGenerator<ListPage<RunSummary>> {
-    return this.pages<RunSummary>('runs.list', '/runs', runListQueries(filter, { split: true }), options);
+  async *runPages(filter: RunListFilter = {}, options: IterateOptions = {}): AsyncGenerator<ListPage<RunSummary>> {
+    yield* this.pages<RunSummary>('runs.list', '/runs', runListQueries(filter, { split: true }), options);
   }
 
   async *iterateRuns(filter: RunListFilter = {}, options: IterateOptions = {}): AsyncGenerator<RunSummary> {
@@ -172,31 +172,31 @@ export class ApiClient {
 
   // -- catalog
 
-  listTools(filter: ToolListFilter = {}, page: PageRequest = {}): Promise<ListPage<Tool>> {
+  async listTools(filter: ToolListFilter = {}, page: PageRequest = {}): Promise<ListPage<Tool>> {
     return this.fetchPage<Tool>('tools.list', '/tools', toolListQuery(filter), page, 0, 1);
   }
 
-  iterateTools(filter: ToolListFilter = {}, options: IterateOptions = {}): AsyncGenerator<Tool> {
-    return this.items(this.pages<Tool>('tools.list', '/tools', [toolListQuery(filter)], options));
+  async *iterateTools(filter: ToolListFilter = {}, options: IterateOptions = {}): AsyncGenerator<Tool> {
+    yield* this.items(this.pages<Tool>('tools.list', '/tools', [toolListQuery(filter)], options));
   }
 
   getTool(toolId: string, options: CallOptions = {}): Promise<Tool> {
     return this.fetchOne<Tool>('tools.get', `/tools/${encodeSegment(toolId)}`, options);
   }
 
-  listGuardrails(filter: GuardrailListFilter = {}, page: PageRequest = {}): Promise<ListPage<Guardrail>> {
+  async listGuardrails(filter: GuardrailListFilter = {}, page: PageRequest = {}): Promise<ListPage<Guardrail>> {
     return this.fetchPage<Guardrail>('guardrails.list', '/guardrails', guardrailListQuery(filter), page, 0, 1);
   }
 
-  iterateGuardrails(filter: GuardrailListFilter = {}, options: IterateOptions = {}): AsyncGenerator<Guardrail> {
-    return this.items(this.pages<Guardrail>('guardrails.list', '/guardrails', [guardrailListQuery(filter)], options));
+  async *iterateGuardrails(filter: GuardrailListFilter = {}, options: IterateOptions = {}): AsyncGenerator<Guardrail> {
+    yield* this.items(this.pages<Guardrail>('guardrails.list', '/guardrails', [guardrailListQuery(filter)], options));
   }
 
   getGuardrail(id: string, options: CallOptions = {}): Promise<Guardrail> {
     return this.fetchOne<Guardrail>('guardrails.get', `/guardrails/${encodeSegment(id)}`, options);
   }
 
-  listAgents(page: PageRequest = {}): Promise<ListPage<Agent>> {
+  async listAgents(page: PageRequest = {}): Promise<ListPage<Agent>> {
     return this.fetchPage<Agent>('agents.list', '/agents', [], page, 0, 1);
   }
 
@@ -208,7 +208,7 @@ export class ApiClient {
     return this.fetchOne<Agent>('agents.get', `/agents/${encodeSegment(id)}`, options);
   }
 
-  listGuidelines(page: PageRequest = {}): Promise<ListPage<Guideline>> {
+  async listGuidelines(page: PageRequest = {}): Promise<ListPage<Guideline>> {
     return this.fetchPage<Guideline>('guidelines.list', '/guidelines', [], page, 0, 1);
   }
 
@@ -220,7 +220,7 @@ export class ApiClient {
     return this.fetchOne<Guideline>('guidelines.get', `/guidelines/${encodeSegment(id)}`, options);
   }
 
-  listRunbooks(page: PageRequest = {}): Promise<ListPage<Runbook>> {
+  async listRunbooks(page: PageRequest = {}): Promise<ListPage<Runbook>> {
     return this.fetchPage<Runbook>('runbooks.list', '/runbooks', [], page, 0, 1);
   }
 

@@ -1,0 +1,153 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApiPool, encodeSegment, NotFoundError, type Tool } from '../../src/api/index.ts';
+import { createRecordValidator } from '../../src/api/api-validate.ts';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { parseTimestamp } from '../../src/util/timestamp.ts';
+import { collect, failure, makeClient, startSim, type TestClient } from './api-test-kit.ts';
+
+// Every endpoint through the client against the simulator, faults off: typed records that pass the
+// schemas strictly, lists walked to the end, ids of every shape reaching the right resource.
+
+let sim: Simulator;
+let t: TestClient;
+const strict = createRecordValidator('strict');
+
+beforeAll(async () => {
+  sim = await startSim({ rateLimit: { perKey: null } });
+  t = makeClient(sim.url, sim.key);
+});
+afterAll(async () => {
+  await t.client.close();
+  await sim.close();
+});
+
+describe('runs', () => {
+  it('walks every run summary once, each valid against the schema', async () => {
+    const runs = await collect(t.client.iterateRuns({}, { pageSize: 100 }));
+    expect(runs.length).toBeGreaterThan(300);
+    expect(new Set(runs.map((r) => r.id)).size).toBe(runs.length);
+    for (const r of runs) expect(strict.check('run-summary', r)).toEqual([]);
+    expect(t.invalid).toEqual([]);
+  });
+
+  it('pages by cursor with the requested page size, and a single page reports where to go on', async () => {
+    const first = await t.client.listRuns({}, { limit: 7 });
+    expect(first.items).toHaveLength(7);
+    expect(first.hasMore).toBe(true);
+    expect(first.nextCursor).toEqual(expect.any(String));
+    const second = await t.client.listRuns({}, { limit: 7, cursor: first.nextCursor });
+    expect(second.items.map((r) => r.id)).not.toContain(first.items[0]?.id);
+    const pages = await collect(t.client.runPages({}, { pageSize: 100 }));
+    expect(pages.at(-1)?.hasMore).toBe(false);
+    expect(pages.slice(0, -1).every((p) => p.items.length === 100)).toBe(true);
+  });
+
+  it('resumes a walk from a saved cursor without repeating or losing a run', async () => {
+    const all = (await collect(t.client.iterateRuns({}, { pageSize: 50 }))).map((r) => r.id);
+    const pages = t.client.runPages({}, { pageSize: 50 });
+    const step = await pages.next();
+    if (step.done) throw new Error('no first page');
+    const first = step.value;
+    await pages.return(undefined);
+    const rest = await collect(t.client.iterateRuns({}, { pageSize: 50, resume: { part: 0, cursor: first.nextCursor } }));
+    expect([...first.items.map((r) => r.id), ...rest.map((r) => r.id)].sort()).toEqual([...all].sort());
+  });
+
+  it('fetches a run detail that agrees with its summary and keeps microsecond timestamps as text', async () => {
+    const [summary] = (await t.client.listRuns({}, { limit: 1 })).items;
+    const detail = await t.client.getRun(summary!.id);
+    expect(strict.check('run-detail', detail)).toEqual([]);
+    expect(detail.id).toBe(summary!.id);
+    expect(detail.updated_at).toBe(summary!.updated_at);
+    expect(parseTimestamp(detail.updated_at)).not.toBeNull();
+    expect(Array.isArray(detail.steps) && Array.isArray(detail.conversation)).toBe(true);
+  });
+
+  it('answers NotFoundError for a run that does not exist, naming the endpoint and request_id', async () => {
+    const e = await failure(t.client.getRun('00000000-0000-4000-8000-000000000000'));
+    expect(e).toBeInstanceOf(NotFoundError);
+    expect((e as NotFoundError).endpoint).toBe('runs.get');
+    expect((e as NotFoundError).requestId).toMatch(/^req_/);
+  });
+
+  it('lists the run tool options', async () => {
+    const options = await t.client.getRunToolOptions();
+    expect(options.length).toBeGreaterThan(0);
+    for (const o of options) expect(strict.check('run-tool-option', o)).toEqual([]);
+  });
+});
+
+describe('catalog', () => {
+  let tools: Tool[];
+  beforeAll(async () => {
+    tools = await collect(t.client.iterateTools({}, { pageSize: 9 }));
+  });
+
+  it('walks every tool across small pages, as many as the API holds', () => {
+    expect(tools).toHaveLength(sim.world.catalogObjects('tool').length);
+    expect(new Set(tools.map((x) => x.id)).size).toBe(tools.length);
+    for (const x of tools) expect(strict.check('tool', x)).toEqual([]);
+  });
+
+  it('reaches every tool by its id, whatever characters the id holds', async () => {
+    const odd = tools.filter((x) => /[/% ]|[^\x00-\x7f]/.test(x.id));
+    expect(odd.map((x) => x.id)).toEqual(
+      expect.arrayContaining([expect.stringContaining('/'), expect.stringContaining('%'), expect.stringContaining(' ')]),
+    );
+    expect(odd.some((x) => /[^\x00-\x7f]/.test(x.id))).toBe(true);
+    for (const x of tools) {
+      const got = await t.client.getTool(x.id);
+      expect(got.id).toBe(x.id);
+    }
+  });
+
+  it('encodes path segments fully, dot segments included', () => {
+    expect(encodeSegment('service:date time')).toBe('service%3Adate%20time');
+    expect(encodeSegment('service:knowledge/search.v2')).toBe('service%3Aknowledge%2Fsearch.v2');
+    expect(encodeSegment('service:discount%calc')).toBe('service%3Adiscount%25calc');
+    expect(encodeSegment('..')).toBe('%2E%2E');
+  });
+
+  it('lists and fetches agents, guidelines, guardrails and runbooks, each valid', async () => {
+    const kinds = [
+      ['agents', 'agent', (id: string) => t.client.getAgent(id)],
+      ['guidelines', 'guideline', (id: string) => t.client.getGuideline(id)],
+      ['guardrails', 'guardrail', (id: string) => t.client.getGuardrail(id)],
+      ['runbooks', 'runbook', (id: string) => t.client.getRunbook(id)],
+    ] as const;
+    for (const [kind, schema, get] of kinds) {
+      const items = await collect(t.client.iterateCatalog(kind, { pageSize: 5 }));
+      expect(items.length, kind).toBe(sim.world.catalogObjects(schema).length);
+      for (const item of items) expect(strict.check(schema, item), kind).toEqual([]);
+      const one = await get(items[0]!.id);
+      expect(one.id).toBe(items[0]!.id);
+    }
+    expect((await collect(t.client.iterateAgents())).length).toBeGreaterThan(0);
+    expect((await collect(t.client.iterateGuidelines())).length).toBeGreaterThan(0);
+    expect((await collect(t.client.iterateRunbooks())).length).toBeGreaterThan(0);
+  });
+
+  it('filters tools and guardrails on the server', async () => {
+    const mcp = await collect(t.client.iterateTools({ type: ['mcp_tool'], isWriteAction: false }));
+    expect(mcp.length).toBeGreaterThan(0);
+    expect(mcp.every((x) => x.type === 'mcp_tool' && !x.is_write_action)).toBe(true);
+    const serverId = mcp[0]!.mcp!.server_id;
+    const one = await collect(t.client.iterateTools({ mcpServerId: serverId }));
+    expect(one.every((x) => x.mcp?.server_id === serverId)).toBe(true);
+    const restrictions = await collect(t.client.iterateGuardrails({ type: 'restriction' }));
+    expect(restrictions.length).toBeGreaterThan(0);
+    expect(restrictions.every((g) => g.type === 'restriction')).toBe(true);
+  });
+});
+
+describe('connections', () => {
+  it('uses a pool passed in and leaves it open on close', async () => {
+    const pool = createApiPool(new URL(sim.url).origin, { connections: 2 });
+    const own = makeClient(sim.url, sim.key, { dispatcher: pool });
+    const got = await collect(own.client.fetchRunDetails((await t.client.listRuns({}, { limit: 6 })).items.map((r) => r.id)));
+    expect(got.filter((r) => r.ok)).toHaveLength(6);
+    await own.client.close();
+    expect(pool.closed).toBe(false);
+    await pool.close();
+  });
+});
