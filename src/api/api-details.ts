@@ -37,8 +37,10 @@ export async function* fetchConcurrently<T>(
   let exhausted = false;
   try {
     for (;;) {
+      if (outer?.aborted) throw outer.reason;
       while (!exhausted && inflight.size < concurrency) {
         const next = await source.next();
+        if (outer?.aborted) throw outer.reason;
         if (next.done) {
           exhausted = true;
           break;

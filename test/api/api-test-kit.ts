@@ -22,10 +22,10 @@ export interface TestClient {
 export function makeClient(
   url: string,
   key: string,
-  options: Partial<ApiClientOptions> & { budgetOptions?: RateBudgetOptions } = {},
+  options: Partial<Omit<ApiClientOptions, 'budget'>> & { budget?: SharedRateBudget; budgetOptions?: RateBudgetOptions } = {},
 ): TestClient {
-  const { budgetOptions, ...rest } = options;
-  const budget = new SharedRateBudget(budgetOptions);
+  const { budgetOptions, budget: given, ...rest } = options;
+  const budget = given ?? new SharedRateBudget(budgetOptions);
   const invalid: TestClient['invalid'] = [];
   const client = new ApiClient({
     baseUrl: url,

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { MemoryBudgetStore, SharedRateBudget, type BudgetClock } from '../../src/budget/index.ts';
+
+// The budget object over a manual clock: who waits for whom, without depending on real time.
+
+/** Lets every pending promise chain run to its next real wait. */
+const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+class ManualClock implements BudgetClock {
+  private t = 1_800_000_000_000;
+  private waiting: { at: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
+
+  now(): number {
+    return this.t;
+  }
+
+  sleep(ms: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    return new Promise((resolve, reject) => {
+      const entry = { at: this.t + ms, resolve, reject };
+      this.waiting.push(entry);
+      signal?.addEventListener('abort', () => {
+        this.waiting = this.waiting.filter((w) => w !== entry);
+        reject(signal.reason);
+      });
+    });
+  }
+
+  /** Moves time on and lets every sleeper whose time has come continue. */
+  async advance(ms: number): Promise<void> {
+    this.t += ms;
+    const due = this.waiting.filter((w) => w.at <= this.t);
+    this.waiting = this.waiting.filter((w) => w.at > this.t);
+    for (const w of due) w.resolve();
+    await flush();
+  }
+}
+
+function tracked(p: Promise<void>): { done: () => boolean; promise: Promise<void> } {
+  let settled = false;
+  const promise = p.finally(() => (settled = true));
+  return { done: () => settled, promise };
+}
+
+
+describe('SharedRateBudget', () => {
+  it('holds every caller for a 429 another caller received', async () => {
+    const clock = new ManualClock();
+    const budget = new SharedRateBudget({ clock });
+    await budget.acquire('runs.get');
+    // A 429 without rate-limit headers: only the pause can hold the others.
+    await budget.observe('runs.get', 429, { 'retry-after': '2' });
+    await budget.pause(2000);
+    const others = [tracked(budget.acquire('runs.get')), tracked(budget.acquire('tools.list'))];
+    await flush();
+    await clock.advance(1500);
+    expect(others.map((o) => o.done())).toEqual([false, false]);
+    await clock.advance(600);
+    await Promise.all(others.map((o) => o.promise));
+    expect((await budget.snapshot()).pauses).toBe(1);
+  });
+
+  it('shares its state through the store: two budgets over one store pace together', async () => {
+    const clock = new ManualClock();
+    const store = new MemoryBudgetStore();
+    const a = new SharedRateBudget({ clock, store, ceilingPerSecond: 10, reserve: 0 });
+    const b = new SharedRateBudget({ clock, store, ceilingPerSecond: 10, reserve: 0 });
+    await a.acquire('runs.get');
+    const second = tracked(b.acquire('runs.get'));
+    await flush();
+    expect(second.done()).toBe(false);
+    await clock.advance(100);
+    await second.promise;
+    await a.pause(5000);
+    const third = tracked(b.acquire('runs.list'));
+    await flush();
+    await clock.advance(4000);
+    expect(third.done()).toBe(false);
+    await clock.advance(1000);
+    await third.promise;
+  });
+
+  it('stops waiting when the caller aborts', async () => {
+    const clock = new ManualClock();
+    const budget = new SharedRateBudget({ clock });
+    await budget.pause(10_000);
+    const controller = new AbortController();
+    const waiting = budget.acquire('runs.get', controller.signal);
+    controller.abort(new Error('shutting down'));
+    await expect(waiting).rejects.toThrow('shutting down');
+  });
+
+  it('counts what it granted per endpoint and reports the pace it learned', async () => {
+    const clock = new ManualClock();
+    const budget = new SharedRateBudget({ clock, reserve: 0.1 });
+    await budget.observe('runs.list', 200, { 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '19', 'x-ratelimit-reset': String(clock.now() / 1000 + 1) });
+    await budget.acquire('runs.list');
+    const snap = await budget.snapshot();
+    expect(snap).toMatchObject({ limit: 20, windowMs: 1000, granted: { 'runs.list': 1 } });
+    expect(snap.ratePerSecond).toBeCloseTo(18);
+  });
+
+  it('refuses a ceiling or reserve that makes no sense', () => {
+    expect(() => new SharedRateBudget({ ceilingPerSecond: 0 })).toThrow(/ceiling/);
+    expect(() => new SharedRateBudget({ reserve: 1 })).toThrow(/reserve/);
+    expect(() => new SharedRateBudget({ reserve: -0.1 })).toThrow(/reserve/);
+  });
+});
