@@ -1,0 +1,123 @@
+import { ApiClient } from '../src/api/index.ts';
+import { SharedRateBudget } from '../src/budget/index.ts';
+import { startSimulator, type Simulator } from '../src/simulator/index.ts';
+import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
+
+// Fetches run details from a simulator that allows R requests per second per key, at two network
+// latencies, with:
+// - the budgeted client, cold: a fresh budget that knows nothing and learns the limit from its
+//   first 429s (no detail response carries X-RateLimit headers);
+// - the budgeted client, warm: the budget that just paged the runs list, as a sync does, and
+//   learned the limit from that list's headers;
+// - a naive sequential loop: one request at a time, waiting out each 429's Retry-After.
+// Reports achieved rate / R and the share of requests answered 429.
+
+const R = 50;
+const LATENCIES_MS = [0, 50];
+
+interface Result {
+  ok: number;
+  seconds: number;
+  requests: number;
+  limited: number;
+  busiestSecond: number;
+}
+
+async function simulator(latencyMs: number, size: number): Promise<Simulator> {
+  return startSimulator({
+    port: 0,
+    seed: 21,
+    size,
+    now: '2026-03-01T00:00:00Z',
+    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
+    faults: { baseLatencyMs: latencyMs },
+  });
+}
+
+async function runIds(sim: Simulator, n: number, budget: SharedRateBudget): Promise<string[]> {
+  const lister = new ApiClient({ baseUrl: sim.url, apiKey: sim.key, budget });
+  const ids: string[] = [];
+  for await (const run of lister.iterateRuns({}, { pageSize: 100 })) {
+    ids.push(run.id);
+    if (ids.length === n) break;
+  }
+  await lister.close();
+  return ids;
+}
+
+async function measure(sim: Simulator, fetchAll: () => Promise<number>): Promise<Result> {
+  // Start in a fresh window of the server's limiter, with nothing counted yet.
+  await new Promise((r) => setTimeout(r, 1100));
+  sim.counters.reset();
+  const t0 = performance.now();
+  const ok = await fetchAll();
+  const seconds = (performance.now() - t0) / 1000;
+  return {
+    ok,
+    seconds,
+    requests: sim.counters.count(),
+    limited: sim.counters.count(undefined, 429),
+    busiestSecond: sim.counters.maxInAlignedWindow(1000),
+  };
+}
+
+async function budgeted(sim: Simulator, ids: string[], budget: SharedRateBudget): Promise<number> {
+  const client = new ApiClient({ baseUrl: sim.url, apiKey: sim.key, budget });
+  let ok = 0;
+  for await (const r of client.fetchRunDetails(ids, { concurrency: 8 })) if (r.ok) ok++;
+  await client.close();
+  return ok;
+}
+
+async function naive(sim: Simulator, ids: string[]): Promise<number> {
+  let ok = 0;
+  for (const id of ids) {
+    for (;;) {
+      const res = await fetch(`${sim.url}/api/v1/runs/${id}`, { headers: { authorization: `Bearer ${sim.key}` } });
+      await res.arrayBuffer();
+      if (res.status === 429) {
+        await new Promise((r) => setTimeout(r, Number(res.headers.get('retry-after') ?? '1') * 1000));
+        continue;
+      }
+      if (res.ok) ok++;
+      break;
+    }
+  }
+  return ok;
+}
+
+function rows(client: string, latencyMs: number, n: number, r: Result): BenchRow[] {
+  const label = `${client}, ${latencyMs} ms latency`;
+  const note = `${r.ok}/${n} details in ${r.seconds.toFixed(1)} s; ${r.requests} requests, ${r.limited} got 429; busiest second ${r.busiestSecond}`;
+  return [
+    { bench: 'client-rate', metric: `${label}: achieved rate / R`, value: r.ok / r.seconds / R, goal: '>= 0.90', note },
+    { bench: 'client-rate', metric: `${label}: 429 share`, value: (100 * r.limited) / Math.max(1, r.requests), unit: '%', goal: '<= 1%' },
+  ];
+}
+
+const bench: Bench = async (ctx: BenchContext) => {
+  const n = Math.max(100, Math.round(2000 * ctx.scale));
+  const out: BenchRow[] = [];
+  for (const latencyMs of LATENCIES_MS) {
+    for (const client of ['budgeted client (cold)', 'budgeted client (warm)', 'naive sequential'] as const) {
+      const sim = await simulator(latencyMs, n + 100);
+      try {
+        const listing = new SharedRateBudget();
+        const ids = await runIds(sim, n, listing);
+        ctx.log(`${client}, ${latencyMs} ms: ${n} details at R = ${R}/s`);
+        const fetchAll =
+          client === 'naive sequential'
+            ? () => naive(sim, ids)
+            : () => budgeted(sim, ids, client === 'budgeted client (warm)' ? listing : new SharedRateBudget());
+        const r = await measure(sim, fetchAll);
+        ctx.log(`  ${(r.ok / r.seconds / R).toFixed(3)} of R, ${r.limited} x 429 of ${r.requests}`);
+        out.push(...rows(client, latencyMs, n, r));
+      } finally {
+        await sim.close();
+      }
+    }
+  }
+  return out;
+};
+
+export default bench;
