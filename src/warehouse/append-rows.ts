@@ -1,0 +1,55 @@
+import { DuckDBDataChunk, DuckDBTypeId, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import type { Row } from './flatten-values.ts';
+import { quoteIdent } from './warehouse-sql.ts';
+import type { SqlRunner } from './warehouse-types.ts';
+
+// Bulk-appends flattened rows into an existing table (a staging copy of a warehouse table) with
+// DuckDB's Appender, converting each cell to the column's type: timestamps from integer
+// microseconds (never a Date), lists from arrays, JSON as its text.
+
+const CHUNK_ROWS = 2048;
+
+export async function appendRows(db: SqlRunner, table: string, rows: readonly Row[], defaults: Row = {}): Promise<void> {
+  if (rows.length === 0) return;
+  const names = (await db.all<{ name: string }>(
+    `SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+    [table],
+  )).map((r) => r.name);
+  const appender = await db.connection.createAppender(table);
+  try {
+    const types: DuckDBType[] = names.map((_, i) => appender.columnType(i));
+    for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
+      const slice = rows.slice(start, start + CHUNK_ROWS);
+      const columns = names.map((name, i) => slice.map((row) => toDuck(name in row ? row[name] : defaults[name], types[i] as DuckDBType, `${table}.${name}`)));
+      const chunk = DuckDBDataChunk.create(types, slice.length);
+      chunk.setColumns(columns);
+      appender.appendDataChunk(chunk);
+    }
+    appender.flushSync();
+  } finally {
+    appender.closeSync();
+  }
+}
+
+function toDuck(value: Row[string] | undefined, type: DuckDBType, where: string): DuckDBValue {
+  if (value === undefined || value === null) return null;
+  switch (type.typeId) {
+    case DuckDBTypeId.TIMESTAMP_TZ:
+      return timestampTZValue(BigInt(value as number | bigint));
+    case DuckDBTypeId.BIGINT:
+      return BigInt(value as number | bigint);
+    case DuckDBTypeId.LIST:
+      return listValue(value as (string | null)[]);
+    case DuckDBTypeId.VARCHAR:
+    case DuckDBTypeId.BOOLEAN:
+    case DuckDBTypeId.DOUBLE:
+      return value as DuckDBValue;
+    default:
+      throw new Error(`${where}: no conversion to ${type.toString()}`);
+  }
+}
+
+/** A temp table shaped like `table`, empty. */
+export async function createStageLike(db: SqlRunner, stage: string, table: string): Promise<void> {
+  await db.run(`CREATE OR REPLACE TEMP TABLE ${quoteIdent(stage)} AS SELECT * FROM ${quoteIdent(table)} LIMIT 0`);
+}

@@ -1,0 +1,82 @@
+import { appendRows, createStageLike } from './append-rows.ts';
+import type { CatalogPlan } from './catalog-plan.ts';
+import type { Row } from './flatten-values.ts';
+import { CATALOG_COLUMNS, TOOL_PARAMETER_COLUMNS, type CatalogTable } from './spec-catalog.ts';
+import { quoteIdent, tableColumns, US_TO_TSTZ } from './warehouse-sql.ts';
+import type { SqlRunner } from './warehouse-types.ts';
+
+// Writes a CatalogPlan: new versions and deletions into <table>_history (and the parameters'
+// history for tools), the live table replaced row by row, unversioned columns updated in place,
+// and the changed tables marked for the next Parquet export.
+
+const PARAM_LIVE = ['tool_id', 'name', 'ordinal', ...TOOL_PARAMETER_COLUMNS.filter((c) => c.name !== 'name').map((c) => c.name)];
+
+export async function applyCatalogPlan(tx: SqlRunner, table: CatalogTable, plan: CatalogPlan): Promise<void> {
+  const history = `${table}_history`;
+  const live = CATALOG_COLUMNS[table].map((c) => c.name);
+  const tools = table === 'tools';
+  const dirty = new Set<string>();
+
+  if (plan.deletions.length) {
+    await tx.run(`CREATE OR REPLACE TEMP TABLE _stage_del (id VARCHAR, at_us BIGINT)`);
+    await appendRows(tx, '_stage_del', plan.deletions.map((d) => ({ id: d.id, at_us: d.at })));
+    await markDeleted(tx, history, 'id');
+    if (tools) await markDeleted(tx, 'tool_parameters_history', 'tool_id');
+    await tx.run(`DELETE FROM ${table} WHERE id IN (SELECT id FROM _stage_del)`);
+    if (tools) await tx.run(`DELETE FROM tool_parameters WHERE tool_id IN (SELECT id FROM _stage_del)`);
+    await tx.run(`DROP TABLE _stage_del`);
+    for (const t of tools ? [table, history, 'tool_parameters', 'tool_parameters_history'] : [table, history]) dirty.add(t);
+  }
+
+  if (plan.versions.length) {
+    await createStageLike(tx, '_stage_hist', history);
+    await appendRows(tx, '_stage_hist', plan.versions.map((v) => ({
+      ...v.object.row,
+      content_hash: v.object.contentHash,
+      valid_from: v.validFrom,
+      valid_to: null,
+      is_deleted: false,
+    })));
+    await tx.run(`UPDATE ${history} SET valid_to = s.valid_from FROM _stage_hist s WHERE ${history}.id = s.id AND ${history}.valid_to IS NULL`);
+    await tx.run(`INSERT INTO ${history} SELECT * FROM _stage_hist`);
+    await tx.run(`DELETE FROM ${table} WHERE id IN (SELECT id FROM _stage_hist)`);
+    await tx.run(`INSERT INTO ${table} (${live.map(quoteIdent).join(', ')}) SELECT ${live.map(quoteIdent).join(', ')} FROM _stage_hist`);
+    if (tools) {
+      await createStageLike(tx, '_stage_phist', 'tool_parameters_history');
+      const params: Row[] = plan.versions.flatMap((v) => v.object.parameters.map((p) => ({ ...p, valid_from: v.validFrom, valid_to: null, is_deleted: false })));
+      await appendRows(tx, '_stage_phist', params);
+      await tx.run(`UPDATE tool_parameters_history SET valid_to = s.valid_from FROM _stage_hist s
+                    WHERE tool_parameters_history.tool_id = s.id AND tool_parameters_history.valid_to IS NULL`);
+      await tx.run(`INSERT INTO tool_parameters_history SELECT * FROM _stage_phist`);
+      await tx.run(`DELETE FROM tool_parameters WHERE tool_id IN (SELECT id FROM _stage_hist)`);
+      const cols = PARAM_LIVE.map(quoteIdent).join(', ');
+      await tx.run(`INSERT INTO tool_parameters (${cols}) SELECT ${cols} FROM _stage_phist`);
+      await tx.run(`DROP TABLE _stage_phist`);
+    }
+    await tx.run(`DROP TABLE _stage_hist`);
+    for (const t of tools ? [table, history, 'tool_parameters', 'tool_parameters_history'] : [table, history]) dirty.add(t);
+  }
+
+  if (plan.touches.length) {
+    await tx.run(`CREATE OR REPLACE TEMP TABLE _stage_touch (id VARCHAR, last_run_us BIGINT)`);
+    await appendRows(tx, '_stage_touch', plan.touches.map((t) => ({ id: t.object.id, last_run_us: t.lastRunAt })));
+    const value = US_TO_TSTZ('s.last_run_us');
+    await tx.run(`UPDATE ${table} SET last_run_at = ${value} FROM _stage_touch s WHERE ${table}.id = s.id`);
+    await tx.run(`UPDATE ${history} SET last_run_at = ${value} FROM _stage_touch s WHERE ${history}.id = s.id AND ${history}.valid_to IS NULL`);
+    await tx.run(`DROP TABLE _stage_touch`);
+    dirty.add(table).add(history);
+  }
+
+  for (const t of dirty) await tx.run(`INSERT INTO _sync_export_dirty VALUES ($1, NULL)`, [t]);
+}
+
+/** Adds an is_deleted version repeating each current version of the staged ids, and closes the current one. */
+async function markDeleted(tx: SqlRunner, history: string, key: string): Promise<void> {
+  const at = US_TO_TSTZ('d.at_us');
+  const cols = (await tableColumns(tx, history)).map((c) => c.name);
+  const select = cols.map((c) => (c === 'valid_from' ? at : c === 'valid_to' ? 'NULL' : c === 'is_deleted' ? 'true' : `h.${quoteIdent(c)}`));
+  await tx.run(`INSERT INTO ${history} (${cols.map(quoteIdent).join(', ')})
+                SELECT ${select.join(', ')} FROM ${history} h JOIN _stage_del d ON h.${key} = d.id WHERE h.valid_to IS NULL`);
+  await tx.run(`UPDATE ${history} SET valid_to = ${at} FROM _stage_del d
+                WHERE ${history}.${key} = d.id AND ${history}.valid_to IS NULL AND ${history}.valid_from < ${at}`);
+}

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+
+// JSON text as the warehouse stores it. Two things JSON.stringify gets wrong for us: a bigint
+// (what a lossless parser hands over for an integer beyond 2^53) makes it throw, and a lone UTF-16
+// surrogate becomes a `\ud800` escape that DuckDB refuses as malformed JSON. Integers are written
+// with all their digits; a lone surrogate becomes U+FFFD, as it would on the way to UTF-8 anyway.
+
+const LONE_SURROGATE_ESCAPE = /(?<=(?:^|[^\\])(?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}/g;
+
+export function toJsonText(value: unknown): string {
+  let text: string | undefined;
+  try {
+    text = JSON.stringify(value);
+  } catch (e) {
+    if (!(e instanceof TypeError) || !/bigint/i.test(e.message)) throw e;
+    text = stringifyWithBigInts(value);
+  }
+  if (text === undefined) throw new TypeError(`not representable as JSON: ${typeof value}`);
+  return text.includes('\\ud') || text.includes('\\uD') ? text.replace(LONE_SURROGATE_ESCAPE, '\\ufffd') : text;
+}
+
+function stringifyWithBigInts(value: unknown): string {
+  const tag = `\u0000${randomBytes(6).toString('hex')}:`;
+  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${tag}${v.toString()}` : v));
+  // JSON.stringify writes the NUL of the tag as \u0000; the tag's random part cannot occur by chance.
+  const escapedTag = JSON.stringify(tag).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  return text.replace(new RegExp(`"${escapedTag}(-?\\d+)"`, 'g'), '$1');
+}
+
+/** JSON text with object keys sorted at every level: equal content gives equal text. */
+export function canonicalJsonText(value: unknown): string {
+  return toJsonText(sortKeys(value));
+}
+
+function sortKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(sortKeys);
+  if (value === null || typeof value !== 'object') return value;
+  const out: Record<string, unknown> = {};
+  for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k]);
+  return out;
+}

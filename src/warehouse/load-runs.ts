@@ -1,0 +1,166 @@
+import { ArchiveWriter } from '../archive/archive-writer.ts';
+import type { Micros } from '../util/timestamp.ts';
+import { checkRunDetail } from './flatten-run.ts';
+import { PayloadError } from './flatten-values.ts';
+import { toJsonText } from './json-text.ts';
+import { insertRejected, type RejectedPayload } from './load-rejected.ts';
+import { APPLY_SQL, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
+import { runBookkeeping } from './warehouse-sql.ts';
+import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
+
+// Loading run details. Each payload is checked in TypeScript (the rules of flattenRunDetail) and
+// streamed into a raw archive file; DuckDB then stages the batch straight from that file and
+// merges it by key in one transaction with the caller's bookkeeping. A run's children are
+// replaced as a whole; an older payload never replaces a newer one; of duplicates in a batch
+// the newest wins. The archive file becomes visible just before the commit.
+//
+// The checking and archiving happen before the transaction is queued, so a caller with several
+// batches in flight prepares the next while DuckDB merges the previous one.
+
+export interface RunLoadOptions {
+  /** When the payloads were fetched (default: now). */
+  fetchedAt?: Micros;
+  bookkeeping?: Bookkeeping;
+}
+
+export interface RunLoadResult {
+  received: number;
+  /** Runs not stored before. */
+  inserted: number;
+  /** Stored runs replaced by a newer payload (or by other content with the same updated_at). */
+  updated: number;
+  /** Payloads equal to what is stored. */
+  unchanged: number;
+  /** Payloads older than what is stored: not applied. */
+  stale: number;
+  /** Payloads superseded by a newer one of the same run in this batch. */
+  duplicates: number;
+  rejected: RejectedPayload[];
+  /** Child rows written (messages, steps, evaluations). */
+  childRows: number;
+  /** created_date partitions changed. */
+  createdDates: string[];
+  archiveFile: string | null;
+}
+
+interface Prepared {
+  archive: ArchiveWriter;
+  valid: number;
+  rejected: RejectedPayload[];
+  rejectedPayloads: string[];
+}
+
+export async function loadRunDetails(wh: Warehouse, details: readonly unknown[], options: RunLoadOptions = {}): Promise<RunLoadResult> {
+  const fetchedAt = options.fetchedAt ?? wh.now();
+  const prepared = await prepare(wh, details, fetchedAt);
+  try {
+    return await wh.transaction((tx) => merge(tx, wh, prepared, details.length, fetchedAt, options.bookkeeping));
+  } catch (e) {
+    await prepared.archive.abort();
+    throw e;
+  }
+}
+
+async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
+  const archive = await ArchiveWriter.open(wh.dir, 'runs', fetchedAt);
+  const out: Prepared = { archive, valid: 0, rejected: [], rejectedPayloads: [] };
+  try {
+    for (const detail of details) {
+      let text: string;
+      try {
+        checkRunDetail(detail);
+        text = toJsonText(detail);
+      } catch (e) {
+        if (!(e instanceof PayloadError)) throw e;
+        const id = idOf(detail);
+        const payload = safeJson(detail);
+        out.rejected.push({ id, reason: e.message });
+        out.rejectedPayloads.push(payload);
+        // Kept in the archive too, so a later flattening that accepts it needs no re-fetch.
+        await archive.append({ kind: 'rejected', id, updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload });
+        continue;
+      }
+      out.valid++;
+      await archive.append({ kind: 'payload', id: textOf(detail, 'id'), updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload: text });
+    }
+    await archive.finish();
+  } catch (e) {
+    await archive.abort();
+    throw e;
+  }
+  return out;
+}
+
+async function merge(tx: SqlRunner, wh: Warehouse, p: Prepared, received: number, fetchedAt: Micros, bookkeeping: Bookkeeping | undefined): Promise<RunLoadResult> {
+  const result: RunLoadResult = {
+    received,
+    inserted: 0,
+    updated: 0,
+    unchanged: 0,
+    stale: 0,
+    duplicates: 0,
+    rejected: p.rejected,
+    childRows: 0,
+    createdDates: [],
+    archiveFile: null,
+  };
+  if (p.valid > 0) {
+    const counts = await stageAndMerge(tx, [p.archive.tempPath]);
+    Object.assign(result, counts);
+  }
+  await insertRejected(tx, 'runs', p.rejected, p.rejectedPayloads, fetchedAt);
+  await runBookkeeping(tx, bookkeeping);
+  if (result.inserted + result.updated + p.rejected.length > 0) result.archiveFile = await p.archive.commit();
+  else await p.archive.abort();
+  if (result.stale) wh.logger.debug({ stale: result.stale }, 'run payloads older than the stored ones were not applied');
+  return result;
+}
+
+export type MergeCounts = Pick<RunLoadResult, 'inserted' | 'updated' | 'unchanged' | 'stale' | 'duplicates' | 'childRows' | 'createdDates'>;
+
+/** Stages the payload rows of archive files and merges them; used by loading and by rebuild. */
+export async function stageAndMerge(tx: SqlRunner, files: readonly string[]): Promise<MergeCounts> {
+  await tx.run(stageSql(files));
+  await tx.run(PICK_SQL);
+  await tx.run(APPLY_SQL);
+  const [c] = await tx.all<Record<string, bigint | number | null>>(`SELECT
+      (SELECT count(*) FROM _stage_run) AS staged,
+      count(*) FILTER (verdict = 'new') AS inserted,
+      count(*) FILTER (verdict IN ('newer', 'changed')) AS updated,
+      count(*) FILTER (verdict = 'unchanged') AS unchanged,
+      count(*) FILTER (verdict = 'stale') AS stale,
+      count(*) AS picked,
+      sum(CASE WHEN verdict IN ('new', 'newer', 'changed')
+          THEN len(r.conversation) + len(r.steps) + len(r.evaluation_attributes) ELSE 0 END) AS child_rows
+    FROM _stage_pick`);
+  const dates = await tx.all<{ d: string }>(`SELECT DISTINCT CAST((r.created_at AT TIME ZONE 'UTC')::DATE AS VARCHAR) AS d FROM _stage_apply ORDER BY d`);
+  for (const sql of mergeSql()) await tx.run(sql);
+  for (const t of ['_stage_apply', '_stage_pick', '_stage_run']) await tx.run(`DROP TABLE IF EXISTS ${t}`);
+  const n = (k: string) => Number(c?.[k] ?? 0);
+  return {
+    inserted: n('inserted'),
+    updated: n('updated'),
+    unchanged: n('unchanged'),
+    stale: n('stale'),
+    duplicates: n('staged') - n('picked'),
+    childRows: n('child_rows'),
+    createdDates: dates.map((d) => d.d),
+  };
+}
+
+function textOf(detail: unknown, key: string): string | null {
+  const v = detail !== null && typeof detail === 'object' ? (detail as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'string' ? v : null;
+}
+
+function idOf(detail: unknown): string | null {
+  return textOf(detail, 'id');
+}
+
+function safeJson(value: unknown): string {
+  try {
+    return toJsonText(value);
+  } catch (e) {
+    return JSON.stringify({ unserializable: String((e as Error).message) });
+  }
+}

@@ -1,0 +1,113 @@
+import type { ColumnKind, ColumnSpec } from './flatten-values.ts';
+import { RUN_CHILDREN, RUN_COLUMNS, type ChildTableSpec } from './spec-runs.ts';
+import { quoteIdent, quoteLiteral } from './warehouse-sql.ts';
+
+// The SQL that stages run details straight from raw archive files and merges them, generated from
+// the same column specs as flattenRunDetail (flatten-run.ts), so the two agree on every column.
+// DuckDB parses the payloads (json_transform) and unnests the children on its own threads; the
+// payloads were checked by checkRunDetail before they were archived, so every value converts.
+
+const DUCK_TYPE: Record<Exclude<ColumnKind, 'text_list'>, string> = {
+  text: 'VARCHAR',
+  boolean: 'BOOLEAN',
+  double: 'DOUBLE',
+  bigint: 'BIGINT',
+  timestamptz: 'TIMESTAMPTZ',
+  json: 'JSON',
+};
+
+type Structure = { [member: string]: Structure | string | [Structure | string] };
+
+function addPath(into: Structure, path: readonly string[], leaf: Structure | string | [Structure | string]): void {
+  let node = into;
+  for (let i = 0; i < path.length - 1; i++) {
+    const key = path[i] as string;
+    const next = node[key];
+    if (next === undefined) node = node[key] = {};
+    else if (typeof next === 'object' && !Array.isArray(next)) node = next;
+    else throw new Error(`column spec conflict at ${path.join('.')}`);
+  }
+  node[path[path.length - 1] as string] = leaf;
+}
+
+function structureOf(columns: readonly ColumnSpec[]): Structure {
+  const s: Structure = {};
+  for (const c of columns) addPath(s, c.path, c.kind === 'text_list' ? ['VARCHAR'] : DUCK_TYPE[c.kind]);
+  return s;
+}
+
+/** The json_transform structure of a run detail: every member a column reads, nothing else. */
+export function runStructure(): Structure {
+  const s = structureOf(RUN_COLUMNS);
+  for (const child of RUN_CHILDREN) s[child.member] = [structureOf(child.columns)];
+  return s;
+}
+
+function access(base: string, path: readonly string[]): string {
+  return [base, ...path.map(quoteIdent)].join('.');
+}
+
+const CREATED_DATE = `(r.created_at AT TIME ZONE 'UTC')::DATE`;
+
+/** Reads the payload rows of archive files into _stage_run. */
+export function stageSql(files: readonly string[]): string {
+  return `CREATE OR REPLACE TEMP TABLE _stage_run AS
+SELECT filename, seq, fetched_at AT TIME ZONE 'UTC' AS fetched_at, md5(payload) AS payload_hash,
+       json_transform(payload, ${quoteLiteral(JSON.stringify(runStructure()))}) AS r
+FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'`;
+}
+
+/**
+ * Picks one payload per run (newest updated_at, then latest fetch, then the later file and the
+ * later row) and
+ * judges it against the stored run: new, newer, changed (same updated_at, other content, fetched
+ * no earlier), unchanged, or stale (older than what is stored).
+ */
+export const PICK_SQL = `CREATE OR REPLACE TEMP TABLE _stage_pick AS
+WITH picked AS (
+  SELECT * FROM _stage_run
+  QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY r.updated_at DESC, fetched_at DESC, filename DESC, seq DESC) = 1
+)
+SELECT p.*, cur.created_date AS old_created_date,
+  CASE
+    WHEN cur.id IS NULL THEN 'new'
+    WHEN p.r.updated_at > cur.updated_at THEN 'newer'
+    WHEN p.r.updated_at < cur.updated_at THEN 'stale'
+    WHEN p.payload_hash <> cur.payload_hash AND p.fetched_at >= cur.fetched_at THEN 'changed'
+    ELSE 'unchanged'
+  END AS verdict
+FROM picked p LEFT JOIN runs cur ON cur.id = p.r.id`;
+
+export const APPLY_SQL = `CREATE OR REPLACE TEMP TABLE _stage_apply AS
+SELECT * FROM _stage_pick WHERE verdict IN ('new', 'newer', 'changed')`;
+
+export const DIRTY_SQL = `INSERT INTO _sync_export_dirty
+SELECT DISTINCT 'runs', d FROM (
+  SELECT ${CREATED_DATE} AS d FROM _stage_apply
+  UNION ALL SELECT old_created_date FROM _stage_apply WHERE old_created_date IS NOT NULL
+)`;
+
+export function deleteSql(): string[] {
+  const ids = 'SELECT r.id FROM _stage_apply';
+  return [...RUN_CHILDREN.map((c) => `DELETE FROM ${c.table} WHERE run_id IN (${ids})`), `DELETE FROM runs WHERE id IN (${ids})`];
+}
+
+export function insertRunsSql(): string {
+  const cols = [...RUN_COLUMNS.map((c) => c.name), 'created_date', 'fetched_at', 'payload_hash'];
+  const exprs = [...RUN_COLUMNS.map((c) => access('r', c.path)), CREATED_DATE, 'fetched_at', 'payload_hash'];
+  return `INSERT INTO runs (${cols.map(quoteIdent).join(', ')})
+SELECT ${exprs.join(', ')} FROM _stage_apply`;
+}
+
+export function insertChildSql(child: ChildTableSpec): string {
+  const cols = ['run_id', ...child.columns.map((c) => c.name), 'created_date'];
+  const exprs = ['run_id', ...child.columns.map((c) => access('c', c.path)), 'created_date'];
+  return `INSERT INTO ${child.table} (${cols.map(quoteIdent).join(', ')})
+SELECT ${exprs.join(', ')} FROM (
+  SELECT r.id AS run_id, ${CREATED_DATE} AS created_date, unnest(r.${quoteIdent(child.member)}) AS c FROM _stage_apply
+)`;
+}
+
+export function mergeSql(): string[] {
+  return [DIRTY_SQL, ...deleteSql(), insertRunsSql(), ...RUN_CHILDREN.map(insertChildSql)];
+}

@@ -1,0 +1,28 @@
+// Errors a person sees as one line: what happened, to which file, and what to do.
+
+/** Another process holds the DuckDB file (DuckDB allows one writer and no reader beside it). */
+export class WarehouseLockedError extends Error {
+  override readonly name = 'WarehouseLockedError';
+  constructor(
+    readonly file: string,
+    readonly holderPid: number | null,
+    readonly holder: string | null,
+  ) {
+    const who = holderPid !== null ? `process ${holderPid}${holder ? ` (${holder})` : ''}` : 'another process';
+    super(`the warehouse ${file} is in use by ${who}; try again when it finishes, or read analytics.duckdb beside it, which is never locked`);
+  }
+}
+
+/** The file exists but is not a warehouse this version can use. */
+export class WarehouseSchemaError extends Error {
+  override readonly name = 'WarehouseSchemaError';
+}
+
+const LOCK = /Could not set lock on file "([^"]+)"(?:: Conflicting lock is held in (.*?) \(PID (\d+)\))?/;
+
+export function lockErrorOf(e: unknown, file: string): WarehouseLockedError | null {
+  const message = e instanceof Error ? e.message : String(e);
+  const m = LOCK.exec(message);
+  if (!m && !/Conflicting lock/i.test(message)) return null;
+  return new WarehouseLockedError(m?.[1] ?? file, m?.[3] ? Number(m[3]) : null, m?.[2] ?? null);
+}

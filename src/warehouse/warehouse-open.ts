@@ -1,0 +1,115 @@
+import { existsSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { silentLogger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+import { lockErrorOf, WarehouseLockedError, WarehouseSchemaError } from './warehouse-errors.ts';
+import { defaultMigrationsDir, migrate, pendingMigrations, readMigrations } from './warehouse-migrate.ts';
+import { sqlRunner } from './warehouse-sql.ts';
+import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from './warehouse-types.ts';
+
+// Opens <dir>/runsync.duckdb, migrating it when writable. A file held by another process gives a
+// WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
+
+export function systemMicros(): Micros {
+  return Date.now() * 1000;
+}
+
+export async function openWarehouse(dir: string, options: WarehouseOptions = {}): Promise<Warehouse> {
+  const root = resolve(dir);
+  const file = join(root, DB_FILE);
+  const readOnly = options.readOnly ?? false;
+  const logger = options.logger ?? silentLogger();
+  const now = options.now ?? systemMicros;
+  if (readOnly && !existsSync(file)) throw new WarehouseSchemaError(`there is no warehouse at ${file}`);
+  if (!readOnly) await mkdir(root, { recursive: true });
+
+  const config: Record<string, string> = { access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE' };
+  if (options.memoryLimit) config.memory_limit = options.memoryLimit;
+  if (options.threads) config.threads = String(options.threads);
+  const instance = await createInstance(file, config, options.lockWaitMs ?? 0);
+  const connection = await instance.connect();
+  const db = sqlRunner(connection);
+  try {
+    await db.run(`SET TimeZone = 'UTC'`);
+    const migrations = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
+    if (readOnly) {
+      const pending = await pendingMigrations(db, migrations, logger);
+      if (pending.length) throw new WarehouseSchemaError(`the warehouse ${file} needs schema migrations (${pending.map((m) => m.name).join(', ')}); open it once for writing`);
+    } else {
+      await migrate(db, migrations, logger, now);
+    }
+  } catch (e) {
+    connection.closeSync();
+    instance.closeSync();
+    throw e;
+  }
+
+  let chain: Promise<unknown> = Promise.resolve();
+  let closed = false;
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(new Error(`the warehouse ${file} is closed`));
+    const next = chain.then(fn, fn);
+    chain = next.catch(() => undefined);
+    return next;
+  };
+  const transaction = <T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T> =>
+    serial(async () => {
+      await db.run('BEGIN TRANSACTION');
+      try {
+        const out = await fn(db);
+        await db.run('COMMIT');
+        return out;
+      } catch (e) {
+        await db.run('ROLLBACK').catch(() => undefined);
+        throw e;
+      }
+    });
+
+  return {
+    ...db,
+    dir: root,
+    file,
+    readOnly,
+    logger,
+    maskSecrets: options.maskSecrets ?? true,
+    now,
+    serial,
+    transaction,
+    async close() {
+      if (closed) return;
+      await chain;
+      closed = true;
+      connection.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+async function createInstance(file: string, config: Record<string, string>, lockWaitMs: number): Promise<DuckDBInstance> {
+  const deadline = Date.now() + lockWaitMs;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await DuckDBInstance.create(file, config);
+    } catch (e) {
+      const locked = lockErrorOf(e, file);
+      if (!locked) throw e;
+      if (Date.now() + delay > deadline) throw locked;
+      await sleep(delay);
+    }
+  }
+}
+
+/** Opens, runs `fn`, and closes, so the file is held only while there is work. */
+export async function withWarehouse<T>(dir: string, options: WarehouseOptions, fn: (wh: Warehouse) => Promise<T>): Promise<T> {
+  const wh = await openWarehouse(dir, options);
+  try {
+    return await fn(wh);
+  } finally {
+    await wh.close();
+  }
+}
+
+export { WarehouseLockedError };

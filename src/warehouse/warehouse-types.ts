@@ -1,0 +1,57 @@
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import type { Logger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+
+// The warehouse handle every loader, the export and rebuild receive. It is opened per unit of
+// work and closed after it: DuckDB lets one process hold the file, and readers must not wait.
+
+export interface WarehouseOptions {
+  readOnly?: boolean;
+  logger?: Logger;
+  /** Mask secrets of custom tools before anything is written (default true). */
+  maskSecrets?: boolean;
+  /** DuckDB's memory_limit, e.g. '512MB' (default: DuckDB's, 80% of RAM). */
+  memoryLimit?: string;
+  /** DuckDB worker threads (default: DuckDB's, the core count). */
+  threads?: number;
+  /** How long to keep retrying while another process holds the file (default 0: fail at once). */
+  lockWaitMs?: number;
+  /** Directory of the numbered DDL files (default: the package's schemas/duckdb). */
+  migrationsDir?: string;
+  /** The clock used for fetched_at and listing times (tests pin it). */
+  now?: () => Micros;
+}
+
+export type SqlParams = readonly DuckDBValue[];
+
+/** Runs SQL on the handle's connection; inside transaction() that is the open transaction. */
+export interface SqlRunner {
+  readonly connection: DuckDBConnection;
+  run(sql: string, params?: SqlParams): Promise<void>;
+  /** Rows as plain objects: BIGINT as bigint, VARCHAR as string (select timestamps as epoch_us). */
+  all<T = Record<string, unknown>>(sql: string, params?: SqlParams): Promise<T[]>;
+}
+
+/**
+ * Sync bookkeeping written in the same transaction as a merge: statements with positional
+ * parameters, or a function given the transaction.
+ */
+export type Bookkeeping = readonly (readonly [sql: string, params?: SqlParams])[] | ((tx: SqlRunner) => Promise<void>);
+
+export interface Warehouse extends SqlRunner {
+  readonly dir: string;
+  /** The DuckDB file, <dir>/runsync.duckdb. */
+  readonly file: string;
+  readonly readOnly: boolean;
+  readonly logger: Logger;
+  readonly maskSecrets: boolean;
+  now(): Micros;
+  /** Runs `fn` after every earlier serial() call of this handle has finished. */
+  serial<T>(fn: () => Promise<T>): Promise<T>;
+  /** serial(), inside BEGIN … COMMIT; ROLLBACK when `fn` throws. */
+  transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export const DB_FILE = 'runsync.duckdb';
+export const ANALYTICS_FILE = 'analytics.duckdb';
