@@ -1,7 +1,9 @@
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from './cli-context.ts';
+import { exportCommand } from './commands/export.ts';
 import { notBuilt } from './commands/not-built.ts';
+import { rebuildCommand } from './commands/rebuild.ts';
 import { simulateCommand } from './commands/simulate.ts';
 
 function listFilters(c: Command): void {
@@ -32,9 +34,8 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
     listFilters(c);
   }, ctx, setExit));
   add(notBuilt('snapshot', 'catalog snapshot only', () => {}, ctx, setExit));
-  add(notBuilt('export', 'Parquet export of what changed since the last export',
-    (c) => c.option('--full', 'rewrite every partition'), ctx, setExit));
-  add(notBuilt('rebuild', 're-derive every table from the raw archive, with no API call', () => {}, ctx, setExit));
+  add(exportCommand(ctx, setExit));
+  add(rebuildCommand(ctx, setExit));
   add(notBuilt('worker', 'long-running BullMQ workers plus the job schedulers (needs REDIS_URL)',
     (c) => c.option('--dashboard <port>', 'serve a queue dashboard and /metrics'), ctx, setExit));
   add(notBuilt('status', 'freshness, watermarks, row counts, last errors, queue depths', () => {}, ctx, setExit));

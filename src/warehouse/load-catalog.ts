@@ -12,7 +12,7 @@ import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
 // Loading a catalog listing (tools, agents, guidelines, guardrails, runbooks) into the live table
 // and its type-2 history, in one transaction with the caller's bookkeeping; the rules are in
 // catalog-plan.ts. Deletions are inferred only from a listing the caller marks complete (every
-// page read), and not from one older than the last complete listing already applied.
+// page read), and not from one taken before the last complete listing already applied.
 
 export interface CatalogLoadOptions {
   /** Every page of the listing was read: objects it lacks are gone. */
@@ -77,7 +77,7 @@ export async function applyListing(
 ): Promise<CatalogLoadResult> {
   const stateKey = `catalog.${table}.complete_listed_at`;
   const lastComplete = (await getState<number>(tx, stateKey)) ?? null;
-  const superseded = lastComplete !== null && options.listedAt <= lastComplete;
+  const superseded = lastComplete !== null && options.listedAt < lastComplete;
   const complete = options.complete && prepared.unidentified === 0 && !superseded;
   if (options.complete && !complete) {
     wh.logger.warn({ table, superseded, unidentified: prepared.unidentified }, 'listing not used to infer deletions');

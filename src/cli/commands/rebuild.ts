@@ -1,0 +1,33 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { listArchiveFiles, ARCHIVE_ENDPOINTS, rawDir } from '../../archive/archive-paths.ts';
+import { rebuildInPlace } from '../../archive/rebuild.ts';
+import { exportParquet } from '../../export/export-parquet.ts';
+import { createLogger } from '../../util/logger.ts';
+import { withWarehouse } from '../../warehouse/warehouse-open.ts';
+import { DB_FILE } from '../../warehouse/warehouse-types.ts';
+import { EXIT_OK, type CliContext } from '../cli-context.ts';
+import { warehouseDirFrom } from './warehouse-dir.ts';
+
+export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  return new Command('rebuild')
+    .description('re-derive every table from the raw archive, with no API call')
+    .option('--no-export', 'do not rewrite the Parquet tree afterwards')
+    .action(async (o: { export: boolean }) => {
+      const dir = warehouseDirFrom(ctx.env);
+      let files = 0;
+      for (const e of ARCHIVE_ENDPOINTS) files += (await listArchiveFiles(dir, e)).length;
+      if (files === 0 && existsSync(join(dir, DB_FILE))) {
+        throw new Error(`the raw archive ${rawDir(dir)} is empty; rebuilding would empty the warehouse, so nothing was done`);
+      }
+      const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty });
+      const r = await rebuildInPlace(dir, { logger });
+      ctx.out(`rebuilt ${r.file} from ${files} archive file(s): ${r.runs} runs, ${r.childRows} child rows, ${r.catalogListings} catalog listing(s), ${r.toolOptionLists} tool-option list(s), ${r.rejected} payload(s) still refused, in ${(r.durationMs / 1000).toFixed(1)} s`);
+      if (o.export) {
+        const e = await withWarehouse(dir, { logger }, (wh) => exportParquet(wh, { full: true }));
+        ctx.out(`rewrote the Parquet tree: ${e.written.length} file(s) in ${(e.durationMs / 1000).toFixed(1)} s`);
+      }
+      setExit(EXIT_OK);
+    });
+}

@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readdir, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { quoteIdent, quoteLiteral, sqlRunner, tableColumns } from '../warehouse/warehouse-sql.ts';
+import { ANALYTICS_FILE, type SqlRunner, type Warehouse } from '../warehouse/warehouse-types.ts';
+import { ALL_EXPORT_TABLES, DATA_FILE, type ExportTable } from './export-tables.ts';
+
+// warehouse/analytics.duckdb: only views over the Parquet tree, under the warehouse's table names
+// and with its column order, for anyone who wants to query while a sync runs. The writer never
+// opens it: each export builds a new one beside it and renames it into place, so a reader holding
+// the old one is not disturbed and the next opener gets the new views. Paths are absolute.
+
+export async function writeAnalyticsViews(wh: Warehouse, parquetRoot: string): Promise<string> {
+  const target = join(wh.dir, ANALYTICS_FILE);
+  const tmp = join(wh.dir, `.${ANALYTICS_FILE}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
+  const views: string[] = [];
+  for (const t of ALL_EXPORT_TABLES) views.push(await viewSql(wh, t, parquetRoot));
+  const instance = await DuckDBInstance.create(tmp);
+  try {
+    const conn = await instance.connect();
+    const db = sqlRunner(conn);
+    try {
+      for (const v of views) await db.run(v);
+      await db.run('CHECKPOINT');
+    } finally {
+      conn.closeSync();
+    }
+  } catch (e) {
+    instance.closeSync();
+    await rm(tmp, { force: true });
+    await rm(`${tmp}.wal`, { force: true });
+    throw e;
+  }
+  instance.closeSync();
+  await rm(`${tmp}.wal`, { force: true });
+  await rename(tmp, target);
+  return target;
+}
+
+async function viewSql(db: SqlRunner, t: ExportTable, root: string): Promise<string> {
+  const cols = await tableColumns(db, t.name);
+  const list = cols.map((c) => quoteIdent(c.name)).join(', ');
+  const dir = join(root, t.name);
+  if (await hasFiles(dir, t.partitioned)) {
+    const source = t.partitioned
+      ? `read_parquet(${quoteLiteral(join(dir, '*', '*.parquet'))}, hive_partitioning = true, hive_types = {'created_date': DATE})`
+      : `read_parquet(${quoteLiteral(join(dir, DATA_FILE))})`;
+    return `CREATE OR REPLACE VIEW ${quoteIdent(t.name)} AS SELECT ${list} FROM ${source}`;
+  }
+  // Nothing exported yet: an empty view of the right shape, so queries still bind.
+  const typed = cols.map((c) => `CAST(NULL AS ${c.type}) AS ${quoteIdent(c.name)}`).join(', ');
+  return `CREATE OR REPLACE VIEW ${quoteIdent(t.name)} AS SELECT ${typed} WHERE false`;
+}
+
+async function hasFiles(dir: string, partitioned: boolean): Promise<boolean> {
+  if (!existsSync(dir)) return false;
+  if (!partitioned) return existsSync(join(dir, DATA_FILE));
+  for (const part of await readdir(dir)) if (existsSync(join(dir, part, DATA_FILE))) return true;
+  return false;
+}

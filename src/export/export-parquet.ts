@@ -1,0 +1,125 @@
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import { quoteIdent, quoteLiteral } from '../warehouse/warehouse-sql.ts';
+import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
+import { writeAnalyticsViews } from './export-analytics.ts';
+import { DATA_FILE, FLAT_EXPORT_TABLES, PARQUET_DIR, partitionDirName, RUN_EXPORT_TABLES, type ExportTable } from './export-tables.ts';
+
+// The Parquet export (DuckDB's COPY … TO, ZSTD). Only what the merges marked in
+// _sync_export_dirty since the last export is written: the created_date partitions of the run
+// tables that changed, the catalog tables that changed. Each partition is one file, written in a
+// hidden staging directory and then renamed over the old one, so a reader sees the old partition
+// or the new one, never part of one. The marks are cleared once every file is in place.
+
+export interface ExportOptions {
+  /** Rewrite every partition and table, and drop partitions with no rows left. */
+  full?: boolean;
+}
+
+export interface ExportResult {
+  /** Files written, relative to the warehouse directory. */
+  written: string[];
+  /** Partition files removed (no rows left). */
+  removed: string[];
+  /** created_date partitions of the run tables rewritten. */
+  dates: string[];
+  /** Unpartitioned tables rewritten. */
+  tables: string[];
+  analyticsFile: string;
+  durationMs: number;
+}
+
+export async function exportParquet(wh: Warehouse, options: ExportOptions = {}): Promise<ExportResult> {
+  return wh.serial(async () => {
+    const t0 = performance.now();
+    const root = join(wh.dir, PARQUET_DIR);
+    await mkdir(root, { recursive: true });
+    const runsMissing = RUN_EXPORT_TABLES.some((t) => !existsSync(join(root, t.name)));
+    const full = options.full === true || runsMissing;
+    const dates = await datesToWrite(wh, full);
+    const flat = FLAT_EXPORT_TABLES.filter((t) => full || !existsSync(join(root, t.name, DATA_FILE)));
+    const dirtyFlat = new Set((await wh.all<{ t: string }>(`SELECT DISTINCT table_name AS t FROM _sync_export_dirty WHERE created_date IS NULL`)).map((r) => r.t));
+    for (const t of FLAT_EXPORT_TABLES) if (dirtyFlat.has(t.name) && !flat.includes(t)) flat.push(t);
+
+    const staging = join(root, `.staging-${process.pid}-${randomBytes(4).toString('hex')}`);
+    await mkdir(staging, { recursive: true });
+    const result: ExportResult = { written: [], removed: [], dates, tables: flat.map((t) => t.name), analyticsFile: '', durationMs: 0 };
+    try {
+      if (dates.length) {
+        await wh.run(`CREATE OR REPLACE TEMP TABLE _export_dates (d DATE)`);
+        for (let i = 0; i < dates.length; i += 500) {
+          const chunk = dates.slice(i, i + 500);
+          await wh.run(`INSERT INTO _export_dates VALUES ${chunk.map((d) => `(${quoteLiteral(d)}::DATE)`).join(', ')}`);
+        }
+        for (const t of RUN_EXPORT_TABLES) await writePartitions(wh, t, root, staging, dates, result);
+        await wh.run(`DROP TABLE _export_dates`);
+      }
+      if (full) {
+        await removeStalePartitions(root, new Set(dates), result);
+        // An empty table still gets its directory, so the next export knows it was done.
+        for (const t of RUN_EXPORT_TABLES) await mkdir(join(root, t.name), { recursive: true });
+      }
+      for (const t of flat) await writeFlat(wh, t, root, staging, result);
+      await wh.run(`DELETE FROM _sync_export_dirty`);
+    } finally {
+      await rm(staging, { recursive: true, force: true });
+    }
+    result.analyticsFile = await writeAnalyticsViews(wh, root);
+    result.durationMs = performance.now() - t0;
+    wh.logger.info({ dates: dates.length, tables: flat.length, files: result.written.length }, 'parquet export');
+    return result;
+  });
+}
+
+async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
+  const sql = full
+    ? `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM runs
+       UNION SELECT DISTINCT CAST(created_date AS VARCHAR) FROM _sync_export_dirty WHERE table_name = 'runs'`
+    : `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM _sync_export_dirty WHERE table_name = 'runs' AND created_date IS NOT NULL`;
+  return (await db.all<{ d: string }>(`SELECT d FROM (${sql}) ORDER BY d`)).map((r) => r.d);
+}
+
+async function writePartitions(db: SqlRunner, t: ExportTable, root: string, staging: string, dates: readonly string[], result: ExportResult): Promise<void> {
+  const out = join(staging, t.name);
+  await db.run(`COPY (SELECT * FROM ${quoteIdent(t.name)} WHERE created_date IN (SELECT d FROM _export_dates) ORDER BY created_date, ${t.orderBy})
+    TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (created_date), FILENAME_PATTERN 'data', OVERWRITE_OR_IGNORE)`);
+  for (const d of dates) {
+    const part = partitionDirName(d);
+    const dir = join(root, t.name, part);
+    const target = join(dir, DATA_FILE);
+    const fresh = existsSync(join(out, part)) ? (await readdir(join(out, part))).filter((f) => f.endsWith('.parquet')) : [];
+    if (fresh.length > 1) throw new Error(`export of ${t.name} ${part} produced ${fresh.length} files; expected one`);
+    if (fresh.length === 1) {
+      await mkdir(dir, { recursive: true });
+      await rename(join(out, part, fresh[0] as string), target);
+      result.written.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
+    } else if (existsSync(target)) {
+      await rm(target);
+      await rmdir(dir).catch(() => undefined);
+      result.removed.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
+    }
+  }
+}
+
+async function removeStalePartitions(root: string, keep: ReadonlySet<string>, result: ExportResult): Promise<void> {
+  for (const t of RUN_EXPORT_TABLES) {
+    const dir = join(root, t.name);
+    if (!existsSync(dir)) continue;
+    for (const part of await readdir(dir)) {
+      const m = /^created_date=(\d{4}-\d{2}-\d{2})$/.exec(part);
+      if (!m || keep.has(m[1] as string)) continue;
+      await rm(join(dir, part), { recursive: true, force: true });
+      result.removed.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
+    }
+  }
+}
+
+async function writeFlat(db: SqlRunner, t: ExportTable, root: string, staging: string, result: ExportResult): Promise<void> {
+  const tmp = join(staging, `${t.name}.parquet`);
+  await db.run(`COPY (SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}) TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
+  await mkdir(join(root, t.name), { recursive: true });
+  await rename(tmp, join(root, t.name, DATA_FILE));
+  result.written.push(join(PARQUET_DIR, t.name, DATA_FILE));
+}
