@@ -1,4 +1,5 @@
 export { ApiClient, encodeSegment } from './api-client.ts';
+export { createApiClient, type ApiSetup } from './api-setup.ts';
 export type {
   ApiClientOptions,
   CallOptions,

@@ -58,8 +58,15 @@ export function rollWindow(s: BudgetState, atMs: number): BudgetState {
   return { ...s, resetAtMs: s.resetAtMs + k * window, remaining: s.limit, grantedInWindow: 0 };
 }
 
+export interface Slot {
+  /** When the request may start. */
+  at: number;
+  /** End of the window the start was counted in; a caller woken after it must ask again. */
+  countedUntil: number | null;
+}
+
 /** Grants the next start time at or after `nowMs`; the caller waits until it. */
-export function takeSlot(s: BudgetState, nowMs: number, policy: BudgetPolicy): { state: BudgetState; result: number } {
+export function takeSlot(s: BudgetState, nowMs: number, policy: BudgetPolicy): { state: BudgetState; result: Slot } {
   let slot = Math.max(nowMs, s.nextSlotMs, s.pausedUntilMs);
   let st = rollWindow(s, slot);
   // At most two turns: after a roll the window has a fresh allowance of at least one request.
@@ -72,7 +79,11 @@ export function takeSlot(s: BudgetState, nowMs: number, policy: BudgetPolicy): {
   }
   const rate = pacedRate(st, policy);
   const interval = rate === null ? 0 : 1000 / rate;
-  return { state: { ...st, grantedInWindow: st.grantedInWindow + 1, nextSlotMs: slot + interval }, result: slot };
+  const countedUntil = st.resetAtMs !== null && st.remaining !== null && slot < st.resetAtMs ? st.resetAtMs : null;
+  return {
+    state: { ...st, grantedInWindow: st.grantedInWindow + 1, nextSlotMs: slot + interval },
+    result: { at: slot, countedUntil },
+  };
 }
 
 /**

@@ -25,6 +25,7 @@ export interface RateBudgetOptions {
 }
 
 export const DEFAULT_RESERVE = 0.05;
+const MAX_RECOUNTS = 4;
 
 /** The budget of one API key, shared by every request made through it. */
 export class SharedRateBudget implements RateBudget {
@@ -51,15 +52,20 @@ export class SharedRateBudget implements RateBudget {
   }
 
   async acquire(endpoint: string, signal?: AbortSignal): Promise<void> {
-    for (;;) {
+    for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
       const now = this.clock.now();
       const slot = await this.store.update((s) => takeSlot(s, now, this.policy));
-      if (slot > now) {
-        await this.clock.sleep(slot - now, signal);
+      if (slot.at > now) {
+        await this.clock.sleep(slot.at - now, signal);
         // A 429 seen by another caller while we waited holds us too.
         const { pausedUntilMs } = await this.store.read();
-        if (pausedUntilMs > this.clock.now()) continue;
+        const woke = this.clock.now();
+        if (pausedUntilMs > woke) continue;
+        // Woken so late (a stalled event loop) that the start would land in a window it was not
+        // counted in: count it again rather than crowd that window. Bounded, so a slow process
+        // still makes progress.
+        if (slot.countedUntil !== null && woke >= slot.countedUntil && attempt < MAX_RECOUNTS) continue;
       }
       this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
       return;
@@ -69,12 +75,11 @@ export class SharedRateBudget implements RateBudget {
   async observe(endpoint: string, status: number, headers: HeaderMap): Promise<void> {
     const obs = readRateHeaders(headers, this.clock.now());
     if (!obs) return;
-    const before = await this.store.read();
-    await this.store.update((s) => ({ state: learn(s, obs, status === 429), result: undefined }));
-    if (obs.limit !== null && obs.limit !== before.limit) {
-      const after = await this.store.read();
-      this.logger.debug({ endpoint, limit: obs.limit, rate: pacedRate(after, this.policy) }, 'learned the rate limit');
-    }
+    const change = await this.store.update((s) => {
+      const state = learn(s, obs, status === 429);
+      return { state, result: state.limit !== s.limit ? pacedRate(state, this.policy) : undefined };
+    });
+    if (change !== undefined) this.logger.debug({ endpoint, limit: obs.limit, rate: change }, 'learned the rate limit');
   }
 
   async pause(retryAfterMs: number): Promise<void> {

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiPool, encodeSegment, NotFoundError, type Tool } from '../../src/api/index.ts';
 import { createRecordValidator } from '../../src/api/api-validate.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
+import { ConfigError } from '../../src/config/index.ts';
 import { parseTimestamp } from '../../src/util/timestamp.ts';
 import { collect, failure, makeClient, startSim, type TestClient } from './api-test-kit.ts';
 
@@ -141,6 +142,11 @@ describe('catalog', () => {
 });
 
 describe('connections', () => {
+  it('refuses a plain-http base URL that is not this machine, before sending anything', () => {
+    expect(() => makeClient('http://support.example.com', sim.key)).toThrow(ConfigError);
+    expect(() => makeClient('ftp://127.0.0.1', sim.key)).toThrow(/RUNSYNC_API_URL/);
+  });
+
   it('uses a pool passed in and leaves it open on close', async () => {
     const pool = createApiPool(new URL(sim.url).origin, { connections: 2 });
     const own = makeClient(sim.url, sim.key, { dispatcher: pool });

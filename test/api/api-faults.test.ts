@@ -77,7 +77,9 @@ describe('with faults on', () => {
     const t = makeClient(sim.url, sim.key, { retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 } });
     expect(await failure(t.client.listRuns())).toBeInstanceOf(MalformedResponseError);
     sim.faults.set({ malformedRate: 0, truncatedRate: 1 });
-    expect(await failure(t.client.getRun(reference.ids[0]!))).toBeInstanceOf(NetworkError);
+    const cut = await failure(t.client.getRun(reference.ids[0]!));
+    expect(cut).toBeInstanceOf(NetworkError);
+    expectNoKey(cut, sim.key);
     await t.client.close();
   });
 
@@ -88,6 +90,7 @@ describe('with faults on', () => {
     const e = (await failure(t.client.getRun(reference.ids[0]!))) as ApiError;
     expect(e).toBeInstanceOf(TimeoutError);
     expect(e.attempts).toBe(2);
+    expectNoKey(e, sim.key);
     await t.client.close();
   });
 });

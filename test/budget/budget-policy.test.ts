@@ -24,7 +24,7 @@ function slots(state: BudgetState, policy: BudgetPolicy, n: number, at = T0): { 
   for (let i = 0; i < n; i++) {
     const r = takeSlot(s, at, policy);
     s = r.state;
-    times.push(r.result - at);
+    times.push(r.result.at - at);
   }
   return { times, state: s };
 }
@@ -75,6 +75,12 @@ describe('the window counter', () => {
     const s = observed(4, 0, 1000);
     const { times } = slots(s, open, 9);
     expect(times).toEqual([1000, 1250, 1500, 1750, 2000, 2250, 2500, 2750, 3000]);
+  });
+
+  it('tells each start which window counted it, so a caller woken too late can ask again', () => {
+    const s = observed(4, 4, 1000);
+    expect(takeSlot(s, T0, open).result).toEqual({ at: T0, countedUntil: T0 + 1000 });
+    expect(takeSlot(initialBudgetState(), T0, open).result).toEqual({ at: T0, countedUntil: null });
   });
 
   it('always leaves at least one request per window, whatever the reserve', () => {
