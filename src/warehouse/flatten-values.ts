@@ -42,6 +42,7 @@ export function parseStrictTimestamp(text: string): Micros | null {
 }
 
 function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}…` : v)}`;
