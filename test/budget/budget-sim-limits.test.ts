@@ -1,0 +1,60 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { RequestRecord, Simulator } from '../../src/simulator/index.ts';
+import { collect, makeClient, startSim } from '../api/api-test-kit.ts';
+
+// The budget learning the simulator's rate limits: from the runs list's headers, from a 429, from
+// an endpoint's own bucket. Asserts what the server saw (counts per window), not speed.
+
+let sim: Simulator | undefined;
+afterEach(async () => {
+  await sim?.close();
+  sim = undefined;
+});
+
+const gets = (r: RequestRecord) => r.endpoint === 'runs.get';
+
+describe('limits learned from the simulator', () => {
+  it('learns the limit from the runs list and stays under it in every window, with no 429', async () => {
+    sim = await startSim({ size: 80, rateLimit: { perKey: { limit: 10, windowSeconds: 1 } } });
+    const t = makeClient(sim.url, sim.key);
+    const ids = (await collect(t.client.iterateRuns({}, { pageSize: 100 }))).map((r) => r.id).slice(0, 28);
+    const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 8 }));
+    expect(results.filter((r) => r.ok)).toHaveLength(28);
+    expect(sim.counters.count(undefined, 429)).toBe(0);
+    expect(sim.counters.maxInAlignedWindow(1000)).toBeLessThanOrEqual(10);
+    expect(await t.budget.snapshot()).toMatchObject({ limit: 10, windowMs: 1000 });
+    await t.client.close();
+  });
+
+  it('learns from the first 429s when nothing told it the limit, then stops hitting it', async () => {
+    sim = await startSim({ size: 80, rateLimit: { perKey: { limit: 10, windowSeconds: 1 } } });
+    const lister = makeClient(sim.url, sim.key);
+    const ids = (await collect(lister.client.iterateRuns({}, { pageSize: 100 }))).map((r) => r.id).slice(0, 30);
+    await lister.client.close();
+    await new Promise((r) => setTimeout(r, 1000));
+    sim.counters.reset();
+    const t = makeClient(sim.url, sim.key);
+    const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 6 }));
+    expect(results.filter((r) => r.ok)).toHaveLength(30);
+    const log = sim.counters.log();
+    const limited = log.filter((r) => r.status === 429);
+    // Only requests already in flight when the first 429 came back can meet one.
+    expect(limited.length).toBeGreaterThan(0);
+    expect(limited.length).toBeLessThanOrEqual(6);
+    const firstLimited = limited[0]!.t;
+    expect(limited.every((r) => r.t - firstLimited < 1000)).toBe(true);
+    expect(sim.counters.maxInAlignedWindow(1000, (r) => r.status === 200)).toBeLessThanOrEqual(10);
+    await t.client.close();
+  });
+
+  it('paces to an endpoint limit tighter than the key\'s, learned from its 429', async () => {
+    sim = await startSim({ size: 40, rateLimit: { perKey: { limit: 50, windowSeconds: 1 }, perEndpoint: { 'runs.get': { limit: 4, windowSeconds: 1 } } } });
+    const t = makeClient(sim.url, sim.key);
+    const ids = (await collect(t.client.iterateRuns())).map((r) => r.id).slice(0, 14);
+    const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 4 }));
+    expect(results.filter((r) => r.ok)).toHaveLength(14);
+    expect(sim.counters.count('runs.get', 429)).toBeLessThanOrEqual(4);
+    expect(sim.counters.maxInAlignedWindow(1000, (r) => gets(r) && r.status === 200)).toBeLessThanOrEqual(4);
+    await t.client.close();
+  });
+});
