@@ -29,7 +29,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   const config: Record<string, string> = { access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE' };
   if (options.memoryLimit) config.memory_limit = options.memoryLimit;
   if (options.threads) config.threads = String(options.threads);
-  const instance = await createInstance(file, config, options.lockWaitMs ?? 0);
+  const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked);
   const connection = await instance.connect();
   const db = sqlRunner(connection);
   try {
@@ -88,7 +88,12 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   };
 }
 
-async function createInstance(file: string, config: Record<string, string>, lockWaitMs: number): Promise<DuckDBInstance> {
+async function createInstance(
+  file: string,
+  config: Record<string, string>,
+  lockWaitMs: number,
+  onLocked: ((e: WarehouseLockedError) => void) | undefined,
+): Promise<DuckDBInstance> {
   const deadline = Date.now() + lockWaitMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
     try {
@@ -97,6 +102,7 @@ async function createInstance(file: string, config: Record<string, string>, lock
       const locked = lockErrorOf(e, file);
       if (!locked) throw e;
       if (Date.now() + delay > deadline) throw locked;
+      onLocked?.(locked);
       await sleep(delay);
     }
   }

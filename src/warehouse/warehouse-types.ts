@@ -1,6 +1,7 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
+import type { WarehouseLockedError } from './warehouse-errors.ts';
 
 // The warehouse handle every loader, the export and rebuild receive. It is opened per unit of
 // work and closed after it: DuckDB lets one process hold the file, and readers must not wait.
@@ -16,6 +17,8 @@ export interface WarehouseOptions {
   threads?: number;
   /** How long to keep retrying while another process holds the file (default 0: fail at once). */
   lockWaitMs?: number;
+  /** Told of every attempt that found the file held, before the wait (e.g. to report it). */
+  onLocked?: (error: WarehouseLockedError) => void;
   /** Directory of the numbered DDL files (default: the package's schemas/duckdb). */
   migrationsDir?: string;
   /** The clock used for fetched_at and listing times (tests pin it). */

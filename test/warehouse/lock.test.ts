@@ -1,0 +1,89 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.ts';
+import { WarehouseLockedError } from '../../src/warehouse/warehouse-errors.ts';
+import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
+import { DB_FILE } from '../../src/warehouse/warehouse-types.ts';
+import { tempDir } from './wh-kit.ts';
+
+const HOLDER = fileURLToPath(new URL('./hold-warehouse.ts', import.meta.url));
+
+let tmp: ReturnType<typeof tempDir>;
+let child: ChildProcessWithoutNullStreams | null = null;
+let dir: string;
+
+async function holdInAnotherProcess(): Promise<ChildProcessWithoutNullStreams> {
+  const c = spawn(process.execPath, ['--import', 'tsx', HOLDER, dir], { stdio: 'pipe' });
+  let out = '';
+  c.stdout.setEncoding('utf8');
+  await new Promise<void>((resolve, reject) => {
+    c.stdout.on('data', (s: string) => {
+      out += s;
+      if (out.includes('ready')) resolve();
+    });
+    c.once('exit', (code) => reject(new Error(`holder exited with ${code}`)));
+  });
+  return c;
+}
+
+beforeEach(async () => {
+  tmp = tempDir();
+  dir = join(tmp.dir, 'w');
+  await (await openWarehouse(dir)).close();
+  child = await holdInAnotherProcess();
+});
+afterEach(async () => {
+  if (child && child.exitCode === null) {
+    child.stdin.end('release\n');
+    await once(child, 'exit');
+  }
+  child = null;
+  tmp.cleanup();
+});
+
+describe('a warehouse held by another process', () => {
+  it('refuses a writer and a reader with a typed error naming the file and the holder', async () => {
+    const err = await openWarehouse(dir).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(WarehouseLockedError);
+    const locked = err as WarehouseLockedError;
+    expect(locked.file).toBe(join(dir, DB_FILE));
+    expect(locked.holderPid).toBe(child?.pid);
+    expect(locked.message).toBe(
+      `the warehouse ${join(dir, DB_FILE)} is in use by process ${child?.pid} (${locked.holder}); try again when it finishes, or read analytics.duckdb beside it, which is never locked`,
+    );
+    await expect(openWarehouse(dir, { readOnly: true })).rejects.toBeInstanceOf(WarehouseLockedError);
+  });
+
+  it('waits for it when asked to, and opens once it is released', async () => {
+    const seen: WarehouseLockedError[] = [];
+    const wh = await openWarehouse(dir, {
+      lockWaitMs: 60_000,
+      onLocked: (e) => {
+        if (seen.push(e) === 1) child?.stdin.write('release\n');
+      },
+    });
+    expect(seen.length).toBeGreaterThan(0);
+    expect(seen[0]?.holderPid).toBe(child?.pid);
+    expect(await wh.all(`SELECT count(*) AS n FROM runs`)).toEqual([{ n: 0n }]);
+    await wh.close();
+  });
+
+  it('makes `runsync export` print one clear line, no stack trace, and exit 1', async () => {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(['export'], {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+      env: { RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'silent' },
+      signal: new AbortController().signal,
+      isTty: false,
+    });
+    expect(code).toBe(1);
+    expect(err).toHaveLength(1);
+    expect(err[0]).toMatch(new RegExp(`^runsync: the warehouse .*${DB_FILE} is in use by process ${child?.pid}`));
+    expect(err.join('\n')).not.toMatch(/\n\s+at /);
+  });
+});
