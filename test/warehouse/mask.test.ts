@@ -45,8 +45,8 @@ describe('masking', () => {
     expect(h['Content-Type']).toBe('application/json');
     for (const name of ['Authorization', 'Cookie', 'X-Api-Key', 'X-Client-Secret']) expect(isMasked(h[name] as string), name).toBe(true);
     expect(custom.auth).toMatchObject({ type: 'oauth2', client_id: 'client-1', token_url: 'https://auth.example.com/token', scopes: ['read'] });
-    expect(isMasked(custom.auth.client_secret as string)).toBe(true);
-    expect(isMasked((custom.auth.refresh as Record<string, string>).token)).toBe(true);
+    expect(isMasked(String(custom.auth.client_secret))).toBe(true);
+    expect(isMasked(String((custom.auth.refresh as Record<string, string>).token))).toBe(true);
     expect(custom.endpoint).not.toMatch(SECRET_TEXT);
     expect(new URL(custom.endpoint).searchParams.get('page')).toBe('2');
     expect(JSON.stringify(masked)).not.toMatch(SECRET_TEXT);
