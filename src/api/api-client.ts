@@ -21,7 +21,7 @@ import { createApiPool, type PoolOptions } from './api-pool.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './api-retry.ts';
 import { ApiTransport, type ApiStats } from './api-transport.ts';
 import type { Agent, Guardrail, Guideline, RunDetail, RunSummary, RunToolOption, Runbook, Tool } from './api-types.ts';
-import { createRecordValidator, type ValidationMode } from './api-validate.ts';
+import { createRecordValidator, type RecordValidator, type ValidationMode } from './api-validate.ts';
 
 // The typed Export API client: one method per endpoint, async iterators over every list, records
 // checked against the schemas. A record that breaks its schema is reported and skipped, never a
@@ -100,7 +100,7 @@ function recordId(record: unknown): string | null {
 export class ApiClient {
   private readonly transport: ApiTransport;
   private readonly ownedPool: Dispatcher | null;
-  private readonly validator;
+  private readonly validator: RecordValidator;
   private readonly logger: Logger;
   private readonly onInvalid: ((report: InvalidRecordReport) => void) | undefined;
 
