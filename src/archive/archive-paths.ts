@@ -6,8 +6,8 @@ import type { Micros } from '../util/timestamp.ts';
 
 // Where raw payloads live: <warehouse>/raw/<endpoint>/<YYYY-MM-DD>/<time>-<pid>-<random>.parquet.
 // Every part of a path comes from this module (a fixed endpoint name, our clock, our process),
-// never from the API, so no id, however hostile, can steer a path. The day is the UTC day of the
-// fetch; names sort in the order the files were written.
+// never from the API, so no id, however hostile, can steer a path. Day and name come from when
+// the file was written (UTC), so names sort in the order the loads committed.
 
 export const ARCHIVE_ENDPOINTS = ['runs', 'tools', 'agents', 'guidelines', 'guardrails', 'runbooks', 'tool-options'] as const;
 export type ArchiveEndpoint = (typeof ARCHIVE_ENDPOINTS)[number];
@@ -24,7 +24,7 @@ export function isArchiveEndpoint(name: string): name is ArchiveEndpoint {
   return (ARCHIVE_ENDPOINTS as readonly string[]).includes(name);
 }
 
-/** A new file's directory and name for a batch fetched at `at`. */
+/** A new file's directory and name, for a file written at `at`. */
 export function newArchivePath(warehouseDir: string, endpoint: ArchiveEndpoint, at: Micros): { dir: string; name: string } {
   if (!isArchiveEndpoint(endpoint)) throw new Error(`not an archive endpoint: ${String(endpoint)}`);
   const iso = new Date(Math.floor(at / 1000)).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ

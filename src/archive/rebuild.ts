@@ -1,5 +1,5 @@
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm, stat } from 'node:fs/promises';
+import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { prepareListing } from '../warehouse/catalog-prepare.ts';
@@ -17,9 +17,9 @@ import { DB_FILE, type Warehouse, type WarehouseOptions } from '../warehouse/war
 import { ArchiveWriter } from './archive-writer.ts';
 import { listArchiveFiles } from './archive-paths.ts';
 
-// Re-derives every table from the raw archive, with no API call: run payloads are staged and
-// merged exactly as when they were loaded (newest updated_at wins, whatever the order), catalog
-// listings are replayed in the order they were taken, tool-option lists likewise. Payloads once
+// Re-derives every table from the raw archive, with no API call: every archive file is replayed,
+// in the order the loads committed, through the same merge as when it was loaded (run batches,
+// catalog listings, tool-option lists), so the tables come out the same. Payloads once
 // refused are checked again, so a flattening that now accepts them takes them in.
 
 export interface RebuildResult {
@@ -85,24 +85,6 @@ export async function rebuildInPlace(dir: string, options: WarehouseOptions = {}
   }
 }
 
-async function groupsBySize(files: readonly string[], maxBytes: number): Promise<string[][]> {
-  const groups: string[][] = [];
-  let cur: string[] = [];
-  let size = 0;
-  for (const f of files) {
-    const s = (await stat(f)).size;
-    if (cur.length && size + s > maxBytes) {
-      groups.push(cur);
-      cur = [];
-      size = 0;
-    }
-    cur.push(f);
-    size += s;
-  }
-  if (cur.length) groups.push(cur);
-  return groups;
-}
-
 function fileList(files: readonly string[]): string {
   return `[${files.map(quoteLiteral).join(', ')}]`;
 }
@@ -110,9 +92,11 @@ function fileList(files: readonly string[]): string {
 async function rebuildRuns(wh: Warehouse, sourceDir: string, result: RebuildResult): Promise<void> {
   const files = await listArchiveFiles(sourceDir, 'runs');
   result.runFiles = files.length;
-  // Groups small enough to stage in memory; the merge is order-independent, so any grouping gives the same rows.
-  for (const group of await groupsBySize(files, 64 * 1024 * 1024)) {
-    const counts = await wh.transaction((tx) => stageAndMerge(tx, group));
+  // File by file, in the order they were committed: each file is one batch as it was loaded, so
+  // merging them in turn repeats every decision the loads made (which payload won, and when the
+  // stored one was fetched).
+  for (const file of files) {
+    const counts = await wh.transaction((tx) => stageAndMerge(tx, [file]));
     result.childRows += counts.childRows;
   }
   if (files.length) await retryRejectedRuns(wh, files, result);
@@ -160,7 +144,7 @@ interface ArchivedRow {
 async function archivedRows(wh: Warehouse, files: readonly string[]): Promise<Map<string, ArchivedRow[]>> {
   const rows = await wh.all<ArchivedRow>(
     `SELECT filename, kind, id, epoch_us(fetched_at) AS f, epoch_us(listed_at) AS l, payload
-     FROM read_parquet(${fileList(files)}, filename = true) ORDER BY listed_at NULLS FIRST, fetched_at, filename, seq`,
+     FROM read_parquet(${fileList(files)}, filename = true) ORDER BY filename, seq`,
   );
   const byFile = new Map<string, ArchivedRow[]>();
   for (const r of rows) {

@@ -139,7 +139,7 @@ async function archiveListing(
 ): Promise<string | null> {
   const changed = [...plan.versions.map((v) => v.object), ...plan.touches.map((t) => t.object)];
   if (changed.length === 0 && prepared.rejected.length === 0 && plan.deletions.length === 0) return null;
-  const archive = await ArchiveWriter.open(wh.dir, table, fetchedAt);
+  const archive = await ArchiveWriter.open(wh.dir, table, wh.now());
   try {
     for (const o of changed) {
       await archive.append({ kind: 'payload', id: o.id, updatedAt: o.updatedAtText, fetchedAt, listedAt, payload: o.payload });

@@ -62,7 +62,8 @@ export async function loadRunDetails(wh: Warehouse, details: readonly unknown[],
 }
 
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
-  const archive = await ArchiveWriter.open(wh.dir, 'runs', fetchedAt);
+  // Named by when it is written, so the files sort in the order their merges commit.
+  const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
   const out: Prepared = { archive, valid: 0, rejected: [], rejectedPayloads: [] };
   try {
     for (const detail of details) {

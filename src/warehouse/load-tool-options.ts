@@ -84,7 +84,7 @@ export async function applyToolOptions(
   }
   let archiveFile: string | null = null;
   if (o.archive) {
-    const archive = await ArchiveWriter.open(wh.dir, 'tool-options', o.fetchedAt);
+    const archive = await ArchiveWriter.open(wh.dir, 'tool-options', wh.now());
     try {
       for (const i of items) await archive.append({ kind: 'payload', id: i.row.tool_name as string, updatedAt: null, fetchedAt: o.fetchedAt, listedAt: null, payload: i.payload });
       for (let k = 0; k < (o.rejected?.length ?? 0); k++) {

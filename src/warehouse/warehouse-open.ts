@@ -13,8 +13,9 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // Opens <dir>/runsync.duckdb, migrating it when writable. A file held by another process gives a
 // WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
 
+/** Wall-clock microseconds (Date alone has only milliseconds). */
 export function systemMicros(): Micros {
-  return Date.now() * 1000;
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
 }
 
 export async function openWarehouse(dir: string, options: WarehouseOptions = {}): Promise<Warehouse> {
