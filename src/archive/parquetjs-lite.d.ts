@@ -52,3 +52,7 @@ declare module 'parquetjs-lite' {
 declare module 'parquetjs-lite/lib/compression.js' {
   export const PARQUET_COMPRESSION_METHODS: Record<string, { deflate(value: Buffer): Buffer; inflate(value: Buffer): Buffer }>;
 }
+
+declare module 'parquetjs-lite/lib/types.js' {
+  export const PARQUET_LOGICAL_TYPES: Record<string, { fromPrimitive?: (value: unknown) => unknown }>;
+}
