@@ -39,8 +39,9 @@ const SCHEMA = new parquet.ParquetSchema({
   payload: { type: 'UTF8', compression: 'SNAPPY' },
 });
 
-const ROW_GROUP_ROWS = 256;
-const PAGE_ROWS = 64;
+// A row group is what the writer buffers: about 512 payloads (some 10 MB of run details).
+const ROW_GROUP_ROWS = 512;
+const PAGE_ROWS = 128;
 
 export class ArchiveWriter {
   private seq = 0;

@@ -1,11 +1,11 @@
-import { DuckDBDataChunk, DuckDBTypeId, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { dateValue, DuckDBDataChunk, DuckDBTypeId, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { Row } from './flatten-values.ts';
 import { quoteIdent } from './warehouse-sql.ts';
 import type { SqlRunner } from './warehouse-types.ts';
 
 // Bulk-appends flattened rows into an existing table (a staging copy of a warehouse table) with
 // DuckDB's Appender, converting each cell to the column's type: timestamps from integer
-// microseconds (never a Date), lists from arrays, JSON as its text.
+// microseconds (never a Date), dates from YYYY-MM-DD, lists from arrays, JSON as its text.
 
 const CHUNK_ROWS = 2048;
 
@@ -38,6 +38,10 @@ function toDuck(value: Row[string] | undefined, type: DuckDBType, where: string)
       return timestampTZValue(BigInt(value as number | bigint));
     case DuckDBTypeId.BIGINT:
       return BigInt(value as number | bigint);
+    case DuckDBTypeId.DATE: {
+      const [y, m, d] = String(value).split('-').map(Number);
+      return dateValue(Date.UTC(y as number, (m as number) - 1, d as number) / 86_400_000);
+    }
     case DuckDBTypeId.LIST:
       return listValue(value as (string | null)[]);
     case DuckDBTypeId.VARCHAR:

@@ -4,7 +4,8 @@ import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { toJsonText } from './json-text.ts';
 import { insertRejected, type RejectedPayload } from './load-rejected.ts';
-import { APPLY_SQL, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
+import { RUN_CHILDREN } from './spec-runs.ts';
+import { COUNT_SQL, DATES_SQL, insertChildSql, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
 import { runBookkeeping } from './warehouse-sql.ts';
 import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
 
@@ -123,20 +124,15 @@ export type MergeCounts = Pick<RunLoadResult, 'inserted' | 'updated' | 'unchange
 export async function stageAndMerge(tx: SqlRunner, files: readonly string[]): Promise<MergeCounts> {
   await tx.run(stageSql(files));
   await tx.run(PICK_SQL);
-  await tx.run(APPLY_SQL);
-  const [c] = await tx.all<Record<string, bigint | number | null>>(`SELECT
-      (SELECT count(*) FROM _stage_run) AS staged,
-      count(*) FILTER (verdict = 'new') AS inserted,
-      count(*) FILTER (verdict IN ('newer', 'changed')) AS updated,
-      count(*) FILTER (verdict = 'unchanged') AS unchanged,
-      count(*) FILTER (verdict = 'stale') AS stale,
-      count(*) AS picked,
-      sum(CASE WHEN verdict IN ('new', 'newer', 'changed')
-          THEN len(r.conversation) + len(r.steps) + len(r.evaluation_attributes) ELSE 0 END) AS child_rows
-    FROM _stage_pick`);
-  const dates = await tx.all<{ d: string }>(`SELECT DISTINCT CAST((r.created_at AT TIME ZONE 'UTC')::DATE AS VARCHAR) AS d FROM _stage_apply ORDER BY d`);
+  const [c] = await tx.all<Record<string, bigint | number | null>>(COUNT_SQL);
+  const dates = await tx.all<{ d: string }>(DATES_SQL);
   for (const sql of mergeSql()) await tx.run(sql);
-  for (const t of ['_stage_apply', '_stage_pick', '_stage_run']) await tx.run(`DROP TABLE IF EXISTS ${t}`);
+  let childRows = 0;
+  for (const child of RUN_CHILDREN) {
+    const [inserted] = await tx.all<{ Count: bigint }>(insertChildSql(child));
+    childRows += Number(inserted?.Count ?? 0);
+  }
+  for (const t of ['_stage_pick', '_stage_run']) await tx.run(`DROP TABLE IF EXISTS ${t}`);
   const n = (k: string) => Number(c?.[k] ?? 0);
   return {
     inserted: n('inserted'),
@@ -144,7 +140,7 @@ export async function stageAndMerge(tx: SqlRunner, files: readonly string[]): Pr
     unchanged: n('unchanged'),
     stale: n('stale'),
     duplicates: n('staged') - n('picked'),
-    childRows: n('child_rows'),
+    childRows,
     createdDates: dates.map((d) => d.d),
   };
 }

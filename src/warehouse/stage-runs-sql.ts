@@ -47,6 +47,8 @@ function access(base: string, path: readonly string[]): string {
   return [base, ...path.map(quoteIdent)].join('.');
 }
 
+
+
 const CREATED_DATE = `(r.created_at AT TIME ZONE 'UTC')::DATE`;
 
 /** Reads the payload rows of archive files into _stage_run. */
@@ -59,44 +61,48 @@ FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHER
 
 /**
  * Picks one payload per run (newest updated_at, then latest fetch, then the later file and the
- * later row) and
- * judges it against the stored run: new, newer, changed (same updated_at, other content, fetched
- * no earlier), unchanged, or stale (older than what is stored).
+ * later row) and judges it against the stored run: new, newer, changed (same updated_at, other
+ * content, fetched no earlier), unchanged, or stale (older than what is stored). Only keys are
+ * copied here; the parsed payloads stay in _stage_run.
  */
 export const PICK_SQL = `CREATE OR REPLACE TEMP TABLE _stage_pick AS
-WITH picked AS (
-  SELECT * FROM _stage_run
+WITH k AS (
+  SELECT filename, seq, r.id AS id, r.updated_at AS updated_at, fetched_at, payload_hash,
+         ${CREATED_DATE} AS created_date
+  FROM _stage_run
   QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY r.updated_at DESC, fetched_at DESC, filename DESC, seq DESC) = 1
 )
-SELECT p.*, cur.created_date AS old_created_date,
+SELECT k.*, cur.created_date AS old_created_date,
   CASE
     WHEN cur.id IS NULL THEN 'new'
-    WHEN p.r.updated_at > cur.updated_at THEN 'newer'
-    WHEN p.r.updated_at < cur.updated_at THEN 'stale'
-    WHEN p.payload_hash <> cur.payload_hash AND p.fetched_at >= cur.fetched_at THEN 'changed'
+    WHEN k.updated_at > cur.updated_at THEN 'newer'
+    WHEN k.updated_at < cur.updated_at THEN 'stale'
+    WHEN k.payload_hash <> cur.payload_hash AND k.fetched_at >= cur.fetched_at THEN 'changed'
     ELSE 'unchanged'
   END AS verdict
-FROM picked p LEFT JOIN runs cur ON cur.id = p.r.id`;
+FROM k LEFT JOIN runs cur ON cur.id = k.id`;
 
-export const APPLY_SQL = `CREATE OR REPLACE TEMP TABLE _stage_apply AS
-SELECT * FROM _stage_pick WHERE verdict IN ('new', 'newer', 'changed')`;
+const APPLIED = `verdict IN ('new', 'newer', 'changed')`;
+
+/** The staged payloads to merge: the picked ones that win. */
+const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a ON s.filename = a.filename AND s.seq = a.seq`;
 
 export const DIRTY_SQL = `INSERT INTO _sync_export_dirty
 SELECT DISTINCT 'runs', d FROM (
-  SELECT ${CREATED_DATE} AS d FROM _stage_apply
-  UNION ALL SELECT old_created_date FROM _stage_apply WHERE old_created_date IS NOT NULL
+  SELECT created_date AS d FROM _stage_pick WHERE ${APPLIED}
+  UNION ALL SELECT old_created_date FROM _stage_pick WHERE ${APPLIED} AND old_created_date IS NOT NULL
 )`;
 
 export function deleteSql(): string[] {
-  const ids = 'SELECT r.id FROM _stage_apply';
+  const ids = `SELECT id FROM _stage_pick WHERE ${APPLIED}`;
   return [...RUN_CHILDREN.map((c) => `DELETE FROM ${c.table} WHERE run_id IN (${ids})`), `DELETE FROM runs WHERE id IN (${ids})`];
 }
 
 export function insertRunsSql(): string {
   const cols = [...RUN_COLUMNS.map((c) => c.name), 'created_date', 'fetched_at', 'payload_hash'];
-  const exprs = [...RUN_COLUMNS.map((c) => access('r', c.path)), CREATED_DATE, 'fetched_at', 'payload_hash'];
+  const exprs = [...RUN_COLUMNS.map((c) => access('s.r', c.path)), `(s.r.created_at AT TIME ZONE 'UTC')::DATE`, 's.fetched_at', 's.payload_hash'];
   return `INSERT INTO runs (${cols.map(quoteIdent).join(', ')})
-SELECT ${exprs.join(', ')} FROM _stage_apply`;
+SELECT ${exprs.join(', ')} FROM ${APPLY_FROM}`;
 }
 
 export function insertChildSql(child: ChildTableSpec): string {
@@ -104,10 +110,23 @@ export function insertChildSql(child: ChildTableSpec): string {
   const exprs = ['run_id', ...child.columns.map((c) => access('c', c.path)), 'created_date'];
   return `INSERT INTO ${child.table} (${cols.map(quoteIdent).join(', ')})
 SELECT ${exprs.join(', ')} FROM (
-  SELECT r.id AS run_id, ${CREATED_DATE} AS created_date, unnest(r.${quoteIdent(child.member)}) AS c FROM _stage_apply
+  SELECT s.r.id AS run_id, (s.r.created_at AT TIME ZONE 'UTC')::DATE AS created_date, unnest(s.r.${quoteIdent(child.member)}) AS c
+  FROM ${APPLY_FROM}
 )`;
 }
 
+/** Everything but the child inserts, whose counts the loader reads. */
 export function mergeSql(): string[] {
-  return [DIRTY_SQL, ...deleteSql(), insertRunsSql(), ...RUN_CHILDREN.map(insertChildSql)];
+  return [DIRTY_SQL, ...deleteSql(), insertRunsSql()];
 }
+
+/** Counts of the judged batch. */
+export const COUNT_SQL = `SELECT
+  (SELECT count(*) FROM _stage_run) AS staged,
+  (SELECT count(*) FROM _stage_pick) AS picked,
+  (SELECT count(*) FROM _stage_pick WHERE verdict = 'new') AS inserted,
+  (SELECT count(*) FROM _stage_pick WHERE verdict IN ('newer', 'changed')) AS updated,
+  (SELECT count(*) FROM _stage_pick WHERE verdict = 'unchanged') AS unchanged,
+  (SELECT count(*) FROM _stage_pick WHERE verdict = 'stale') AS stale`;
+
+export const DATES_SQL = `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM _stage_pick WHERE ${APPLIED} ORDER BY d`;

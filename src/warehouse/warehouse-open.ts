@@ -13,6 +13,8 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // Opens <dir>/runsync.duckdb, migrating it when writable. A file held by another process gives a
 // WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
 
+export const DEFAULT_MEMORY_LIMIT = '256MB';
+
 /** Wall-clock microseconds (Date alone has only milliseconds). */
 export function systemMicros(): Micros {
   return Math.floor((performance.timeOrigin + performance.now()) * 1000);
@@ -27,8 +29,16 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   if (readOnly && !existsSync(file)) throw new WarehouseSchemaError(`there is no warehouse at ${file}`);
   if (!readOnly) await mkdir(root, { recursive: true });
 
-  const config: Record<string, string> = { access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE' };
-  if (options.memoryLimit) config.memory_limit = options.memoryLimit;
+  // A checkpoint rewrites table data into the file; at DuckDB's default (16 MB of WAL) a bulk load
+  // checkpoints after nearly every batch. Closing the warehouse checkpoints anyway. The memory
+  // limit keeps a long-running worker's footprint flat however large the warehouse grows
+  // (DuckDB's own default is 80% of RAM); DuckDB spills beyond it.
+  const config: Record<string, string> = {
+    checkpoint_threshold: '128MB',
+    memory_limit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
+    ...options.duckdb,
+    access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
+  };
   if (options.threads) config.threads = String(options.threads);
   const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked);
   const connection = await instance.connect();

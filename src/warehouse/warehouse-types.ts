@@ -11,10 +11,12 @@ export interface WarehouseOptions {
   logger?: Logger;
   /** Mask secrets of custom tools before anything is written (default true). */
   maskSecrets?: boolean;
-  /** DuckDB's memory_limit, e.g. '512MB' (default: DuckDB's, 80% of RAM). */
+  /** DuckDB's memory_limit, e.g. '512MB' (default 256MB; DuckDB spills beyond it). */
   memoryLimit?: string;
   /** DuckDB worker threads (default: DuckDB's, the core count). */
   threads?: number;
+  /** Further DuckDB settings, by name (e.g. allocator_flush_threshold). */
+  duckdb?: Readonly<Record<string, string>>;
   /** How long to keep retrying while another process holds the file (default 0: fail at once). */
   lockWaitMs?: number;
   /** Told of every attempt that found the file held, before the wait (e.g. to report it). */

@@ -60,6 +60,7 @@ describe('loading run details', () => {
       runDetail({
         id: 'edge-json',
         trigger: { ticket_tags: [], is_messaging_ticket: true, timestamp: '' },
+        conversation: [{ id: 'old', order: 1, recorded_at: '1969-12-31T23:59:59.999999Z' }, { id: 'leap', order: 2, recorded_at: '2024-02-29T23:59:59.999999-01:00' }],
         approval: { waiting_for_approval: true, pending: { step_id: null, tool_id: null, tool_name: null, tool_type: null, params: { deep: [[[[{ a: null }]]]], emoji: '👩‍👩‍👧‍👦' }, redacted: true, truncated: false } },
         steps: [{ id: 's', order: 7, timestamp: '2026-02-11T00:00:00.000001+05:30', type: 'new_kind', title: 'x', content: "'; DROP TABLE runs; --", status: 'odd',
           duration_seconds: 0, tool: { name: 'n', type: 't', input: { big: 2 ** 53 + 2, s: 'tab\there' }, output: [1, 'x', null, true], redacted: false, truncated: true, error: null } }],

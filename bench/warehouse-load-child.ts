@@ -1,0 +1,171 @@
+// One measurement of the warehouse-load bench, run in a fresh process so that its peak memory is
+// its own. Prints one JSON line. Modes:
+//   load <ndjson> <n> <dir> <batch> [memoryLimit]   load the first n run details, then export
+//   staging <ndjson> <n> <dir> <batch>              staging+merge only: archive-read vs Appender
+//   ceiling <ndjson> <dir>                          DuckDB read_json + unnest of the same file
+import { createReadStream } from 'node:fs';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { ArchiveWriter } from '../src/archive/archive-writer.ts';
+import { exportParquet } from '../src/export/export-parquet.ts';
+import { appendRows, createStageLike } from '../src/warehouse/append-rows.ts';
+import { flattenRunDetail } from '../src/warehouse/flatten-run.ts';
+import type { Row } from '../src/warehouse/flatten-values.ts';
+import { loadRunDetails, stageAndMerge } from '../src/warehouse/load-runs.ts';
+import { RUN_CHILDREN } from '../src/warehouse/spec-runs.ts';
+import { openWarehouse } from '../src/warehouse/warehouse-open.ts';
+import { sqlRunner } from '../src/warehouse/warehouse-sql.ts';
+import type { SqlRunner } from '../src/warehouse/warehouse-types.ts';
+
+async function* batches(file: string, n: number, size: number): AsyncGenerator<{ objects: unknown[]; texts: string[] }> {
+  let objects: unknown[] = [];
+  let texts: string[] = [];
+  let seen = 0;
+  for await (const line of createInterface({ input: createReadStream(file), crlfDelay: Infinity })) {
+    if (!line) continue;
+    if (seen++ >= n) break;
+    objects.push(JSON.parse(line));
+    texts.push(line);
+    if (objects.length === size) {
+      yield { objects, texts };
+      objects = [];
+      texts = [];
+    }
+  }
+  if (objects.length) yield { objects, texts };
+}
+
+const peakRssMb = () => process.resourceUsage().maxRSS / 1024;
+
+async function childRows(db: SqlRunner): Promise<number> {
+  const [r] = await db.all<{ n: bigint }>(`SELECT (SELECT count(*) FROM run_messages) + (SELECT count(*) FROM run_steps) + (SELECT count(*) FROM run_evaluations) AS n`);
+  return Number(r?.n ?? 0);
+}
+
+async function load(file: string, n: number, dir: string, batch: number, memoryLimit?: string): Promise<object> {
+  // Reading and parsing the input stands for the API client's work: timed alone first, and taken
+  // out of the loading time below.
+  const tParse = performance.now();
+  for await (const b of batches(file, n, batch)) if (b.objects.length === 0) throw new Error('empty batch');
+  const parseMs = performance.now() - tParse;
+
+  const wh = await openWarehouse(dir, memoryLimit ? { memoryLimit } : {});
+  // Two batches in flight: the next is checked and archived while DuckDB merges the previous.
+  let runs = 0;
+  let inflight: Promise<unknown> | null = null;
+  const t0 = performance.now();
+  for await (const b of batches(file, n, batch)) {
+    const next = loadRunDetails(wh, b.objects).then((r) => {
+      runs += r.inserted + r.updated;
+    });
+    if (inflight) await inflight;
+    inflight = next;
+  }
+  await inflight;
+  await wh.run('CHECKPOINT');
+  const wallMs = performance.now() - t0;
+  const loadMs = wallMs - parseMs;
+  const rows = await childRows(wh);
+  const loadRss = peakRssMb();
+  const tExport = performance.now();
+  const e = await exportParquet(wh, { full: true });
+  const exportMs = performance.now() - tExport;
+  await wh.close();
+  return { runs, childRows: rows, wallMs, loadMs, parseMs, exportMs, exportFiles: e.written.length, loadPeakRssMb: loadRss, peakRssMb: peakRssMb() };
+}
+
+async function staging(file: string, n: number, dir: string, batch: number): Promise<object> {
+  // Archive-read: DuckDB stages straight from the raw archive file (what the loader does).
+  const a = await openWarehouse(join(dir, 'archive-read'));
+  let archiveMs = 0;
+  for await (const b of batches(file, n, batch)) {
+    const w = await ArchiveWriter.open(a.dir, 'runs', a.now());
+    for (let i = 0; i < b.texts.length; i++) {
+      await w.append({ kind: 'payload', id: null, updatedAt: null, fetchedAt: a.now(), listedAt: null, payload: b.texts[i] as string });
+    }
+    const path = await w.finish();
+    const t0 = performance.now();
+    await a.transaction((tx) => stageAndMerge(tx, [path]));
+    archiveMs += performance.now() - t0;
+    await w.abort();
+  }
+  const archiveRows = await childRows(a);
+  await a.close();
+
+  // Appender: flattenRunDetail in TypeScript, rows appended into staging tables, the same merge.
+  const p = await openWarehouse(join(dir, 'appender'));
+  let appenderMs = 0;
+  const tables = ['runs', ...RUN_CHILDREN.map((c) => c.table)];
+  for await (const b of batches(file, n, batch)) {
+    const t0 = performance.now();
+    await p.transaction(async (tx) => {
+      const rows: Record<string, Row[]> = Object.fromEntries(tables.map((t) => [t, []]));
+      for (const d of b.objects) {
+        const f = flattenRunDetail(d);
+        rows.runs?.push({ ...f.run, fetched_at: 0, payload_hash: '' });
+        for (const c of RUN_CHILDREN) rows[c.table]?.push(...f[c.table]);
+      }
+      for (const t of tables) {
+        await createStageLike(tx, `_a_${t}`, t);
+        await appendRows(tx, `_a_${t}`, rows[t] ?? []);
+      }
+      for (const c of RUN_CHILDREN) await tx.run(`DELETE FROM ${c.table} WHERE run_id IN (SELECT id FROM _a_runs)`);
+      await tx.run(`DELETE FROM runs WHERE id IN (SELECT id FROM _a_runs)`);
+      for (const t of tables) await tx.run(`INSERT INTO ${t} SELECT * FROM _a_${t}`);
+    });
+    appenderMs += performance.now() - t0;
+  }
+  const appenderRows = await childRows(p);
+  await p.close();
+  return { archiveMs, appenderMs, archiveRows, appenderRows };
+}
+
+async function ceiling(file: string, dir: string): Promise<object> {
+  const inst = await DuckDBInstance.create(join(dir, 'ceiling.duckdb'));
+  const db = sqlRunner(await inst.connect());
+  const struct = `{id:'VARCHAR', created_at:'TIMESTAMPTZ', updated_at:'TIMESTAMPTZ', status:'VARCHAR', "source":'VARCHAR', duration_seconds:'DOUBLE',
+    ticket:'STRUCT(id VARCHAR, title VARCHAR, url VARCHAR)', agent:'STRUCT(id VARCHAR, name VARCHAR, description VARCHAR)', category:'STRUCT(id VARCHAR, name VARCHAR)',
+    resolution:'STRUCT("type" VARCHAR, summary VARCHAR)',
+    "trigger":'STRUCT(event_type VARCHAR, "source" VARCHAR, "timestamp" VARCHAR, ticket_status VARCHAR, ticket_priority VARCHAR, ticket_tags VARCHAR[], trigger_message_type VARCHAR, internal_notes_only BOOLEAN, is_messaging_ticket BOOLEAN, customer_name VARCHAR, message_text VARCHAR, latest_comment VARCHAR)',
+    approval:'STRUCT(waiting_for_approval BOOLEAN, pending STRUCT(step_id VARCHAR, tool_id VARCHAR, tool_name VARCHAR, tool_type VARCHAR, params JSON, redacted BOOLEAN, truncated BOOLEAN))',
+    scheduled_resume_at:'TIMESTAMPTZ',
+    conversation:'STRUCT(id VARCHAR, "order" BIGINT, role VARCHAR, user_name VARCHAR, message VARCHAR, source_timestamp VARCHAR, recorded_at TIMESTAMPTZ)[]',
+    steps:'STRUCT(id VARCHAR, "order" BIGINT, "timestamp" TIMESTAMPTZ, "type" VARCHAR, title VARCHAR, content VARCHAR, status VARCHAR, duration_seconds DOUBLE, tool STRUCT(name VARCHAR, "type" VARCHAR, input JSON, output JSON, redacted BOOLEAN, truncated BOOLEAN, error VARCHAR))[]',
+    evaluation_attributes:'STRUCT(id VARCHAR, attribute_id VARCHAR, name VARCHAR, description VARCHAR, value VARCHAR, recorded_at TIMESTAMPTZ)[]'}`;
+  const t0 = performance.now();
+  await db.run(`CREATE TEMP TABLE p AS SELECT * FROM read_json('${file}', format = 'newline_delimited', maximum_object_size = 1000000000, columns = ${struct})`);
+  await db.run(`CREATE TABLE runs AS SELECT id, created_at, updated_at, status, "source", duration_seconds,
+    ticket.id AS ticket_id, ticket.title AS ticket_title, ticket.url AS ticket_url,
+    agent.id AS agent_id, agent.name AS agent_name, agent.description AS agent_description,
+    category.id AS category_id, category.name AS category_name, resolution."type" AS resolution_type, resolution.summary AS resolution_summary,
+    "trigger".event_type AS trigger_event_type, "trigger"."source" AS trigger_source, "trigger"."timestamp" AS trigger_timestamp,
+    "trigger".ticket_status AS trigger_ticket_status, "trigger".ticket_priority AS trigger_ticket_priority, "trigger".ticket_tags AS ticket_tags,
+    "trigger".trigger_message_type AS trigger_message_type, "trigger".internal_notes_only AS trigger_internal_notes_only,
+    "trigger".is_messaging_ticket AS trigger_is_messaging_ticket, "trigger".customer_name AS trigger_customer_name,
+    "trigger".message_text AS trigger_message_text, "trigger".latest_comment AS trigger_latest_comment,
+    approval.waiting_for_approval AS approval_waiting_for_approval, approval.pending.step_id AS approval_pending_step_id,
+    approval.pending.tool_id AS approval_pending_tool_id, approval.pending.tool_name AS approval_pending_tool_name,
+    approval.pending.tool_type AS approval_pending_tool_type, approval.pending.params AS approval_pending_params,
+    approval.pending.redacted AS approval_pending_redacted, approval.pending.truncated AS approval_pending_truncated,
+    scheduled_resume_at, (created_at AT TIME ZONE 'UTC')::DATE AS created_date FROM p`);
+  await db.run(`CREATE TABLE run_messages AS SELECT id AS run_id, unnest(conversation, recursive := true) FROM p`);
+  await db.run(`CREATE TABLE run_steps AS SELECT id AS run_id, unnest(steps, recursive := true) FROM p`);
+  await db.run(`CREATE TABLE run_evaluations AS SELECT id AS run_id, unnest(evaluation_attributes, recursive := true) FROM p`);
+  await db.run('CHECKPOINT');
+  const ms = performance.now() - t0;
+  const runs = Number((await db.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`))[0]?.n ?? 0);
+  const rows = await childRows(db);
+  db.connection.closeSync();
+  inst.closeSync();
+  return { ms, runs, childRows: rows };
+}
+
+const [mode, ...args] = process.argv.slice(2);
+const out =
+  mode === 'load'
+    ? await load(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]), args[4])
+    : mode === 'staging'
+      ? await staging(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]))
+      : await ceiling(args[0] as string, args[1] as string);
+process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -1,0 +1,103 @@
+import { spawn } from 'node:child_process';
+import { createWriteStream, mkdtempSync, rmSync } from 'node:fs';
+import { once } from 'node:events';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SimClock } from '../src/simulator/sim-clock.ts';
+import { SimWorld } from '../src/simulator/sim-world.ts';
+import { parseTimestamp, type Micros } from '../src/util/timestamp.ts';
+import { toJsonText } from '../src/warehouse/json-text.ts';
+import type { Bench, BenchRow } from './bench-types.ts';
+
+// Loads N run details from the simulator's generator (N = 20,000 at scale 1: about a million
+// child rows) and compares the rate with DuckDB's own read_json + unnest of the same raw file,
+// the ceiling. Peak memory is measured at N and 4N, each in a fresh process, and so is the
+// ceiling; the staging comparison (DuckDB reading the raw archive vs the Appender) runs apart.
+
+const CHILD = fileURLToPath(new URL('./warehouse-load-child.ts', import.meta.url));
+const BATCH = 200;
+// The V8 heap cap a worker is run with; without one V8 grows its heap as long as memory is free.
+const NODE_FLAGS = ['--max-old-space-size=192'];
+
+async function writeDetails(seed: number, count: number, files: { path: string; lines: number }[]): Promise<number> {
+  const now = parseTimestamp('2026-03-01T00:00:00Z') as Micros;
+  const world = new SimWorld({ seed, size: count, days: 30, initialNow: now }, new SimClock(now));
+  const outs = files.map((f) => ({ ...f, stream: createWriteStream(f.path) }));
+  let n = 0;
+  for (const d of world.truthRunDetails()) {
+    const line = `${toJsonText(d)}\n`;
+    for (const o of outs) {
+      if (n < o.lines && !o.stream.write(line)) await once(o.stream, 'drain');
+    }
+    n++;
+  }
+  for (const o of outs) {
+    o.stream.end();
+    await once(o.stream, 'finish');
+  }
+  return n;
+}
+
+function child(args: string[]): Promise<Record<string, number>> {
+  return new Promise((resolve, reject) => {
+    const c = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    c.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
+    c.on('exit', (code) => {
+      const last = out.trim().split('\n').pop() ?? '';
+      if (code !== 0 || !last.startsWith('{')) reject(new Error(`bench child ${args[0]} exited with ${code}`));
+      else resolve(JSON.parse(last) as Record<string, number>);
+    });
+  });
+}
+
+const bench: Bench = async (ctx) => {
+  const n = Math.max(500, Math.round(20_000 * ctx.scale));
+  const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-'));
+  try {
+    const fileN = join(dir, 'details-n.ndjson');
+    const file4N = join(dir, 'details-4n.ndjson');
+    ctx.log(`generating ${4 * n} run details`);
+    const made = await writeDetails(7, 4 * n, [{ path: fileN, lines: n }, { path: file4N, lines: 4 * n }]);
+    const bigN = Math.min(made, 4 * n);
+
+    ctx.log('ceiling: DuckDB read_json + unnest');
+    const ceiling = await child(['ceiling', fileN, dir]);
+    ctx.log(`loading ${n}`);
+    const load = await child(['load', fileN, String(n), join(dir, 'w1'), String(BATCH)]);
+    ctx.log(`loading ${bigN}`);
+    const load4 = await child(['load', file4N, String(bigN), join(dir, 'w4'), String(BATCH)]);
+    const stagingRuns = Math.min(n, 5000);
+    ctx.log(`staging methods on ${stagingRuns}`);
+    const staging = await child(['staging', fileN, String(stagingRuns), join(dir, 'st'), String(BATCH)]);
+
+    const perS = (count: number, ms: number) => count / (ms / 1000);
+    const loadRuns = perS(load.runs as number, load.loadMs as number);
+    const loadChild = perS(load.childRows as number, load.loadMs as number);
+    const ceilRuns = perS(ceiling.runs as number, ceiling.ms as number);
+    const ceilChild = perS(ceiling.childRows as number, ceiling.ms as number);
+    const archiveRate = perS(stagingRuns, staging.archiveMs as number);
+    const appenderRate = perS(stagingRuns, staging.appenderMs as number);
+    const b = 'warehouse-load';
+    const rows: BenchRow[] = [
+      { bench: b, metric: `load ${load.runs} runs: runs/s`, value: loadRuns, unit: 'runs/s', goal: `>= ${Math.round(ceilRuns / 2)}`, note: `batches of ${BATCH}, 2 in flight; check + raw archive + stage + merge + checkpoint` },
+      { bench: b, metric: `load ${load.runs} runs: child rows/s`, value: loadChild, unit: 'rows/s', goal: `>= ${Math.round(ceilChild / 2)}`, note: `${load.childRows} child rows` },
+      { bench: b, metric: 'ceiling: read_json + unnest runs/s', value: ceilRuns, unit: 'runs/s', note: 'DuckDB alone, same NDJSON, typed columns, into a file, with checkpoint' },
+      { bench: b, metric: 'ceiling: child rows/s', value: ceilChild, unit: 'rows/s' },
+      { bench: b, metric: 'load / ceiling', value: loadRuns / ceilRuns, goal: '>= 0.50' },
+      { bench: b, metric: 'end to end incl. parsing: runs/s', value: perS(load.runs as number, load.wallMs as number), unit: 'runs/s', note: `JSON.parse of the input alone: ${Math.round(load.parseMs as number)} ms` },
+      { bench: b, metric: `staging+merge, DuckDB reads raw archive (${stagingRuns})`, value: archiveRate, unit: 'runs/s', note: 'kept' },
+      { bench: b, metric: `staging+merge, TS flatten + Appender (${stagingRuns})`, value: appenderRate, unit: 'runs/s', note: `archive-read is ${(archiveRate / appenderRate).toFixed(2)}x` },
+      { bench: b, metric: `peak RSS at N = ${load.runs}`, value: load.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `fresh process, ${NODE_FLAGS.join(' ')}, DuckDB memory_limit 256MB` },
+      { bench: b, metric: `peak RSS at 4N = ${load4.runs}`, value: load4.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `4N load ${Math.round(perS(load4.runs as number, load4.loadMs as number))} runs/s` },
+      { bench: b, metric: `export (full) of N`, value: (load.exportMs as number) / 1000, unit: 's', note: `${load.exportFiles} files, ZSTD; peak RSS with export ${Math.round(load.peakRssMb as number)} MB` },
+      { bench: b, metric: `export (full) of 4N`, value: (load4.exportMs as number) / 1000, unit: 's', note: `peak RSS with export ${Math.round(load4.peakRssMb as number)} MB` },
+    ];
+    return rows;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+};
+
+export default bench;
