@@ -69,6 +69,7 @@ async function load(file: string, n: number, dir: string, batch: number, memoryL
   const rows = await childRows(wh);
   const loadRss = peakRssMb();
   const tExport = performance.now();
+  process.stderr.write(`loaded ${runs} runs in ${Math.round(loadMs)} ms; exporting\n`);
   const e = await exportParquet(wh, { full: true });
   const exportMs = performance.now() - tExport;
   await wh.close();

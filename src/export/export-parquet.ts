@@ -47,15 +47,7 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     await mkdir(staging, { recursive: true });
     const result: ExportResult = { written: [], removed: [], dates, tables: flat.map((t) => t.name), analyticsFile: '', durationMs: 0 };
     try {
-      if (dates.length) {
-        await wh.run(`CREATE OR REPLACE TEMP TABLE _export_dates (d DATE)`);
-        for (let i = 0; i < dates.length; i += 500) {
-          const chunk = dates.slice(i, i + 500);
-          await wh.run(`INSERT INTO _export_dates VALUES ${chunk.map((d) => `(${quoteLiteral(d)}::DATE)`).join(', ')}`);
-        }
-        for (const t of RUN_EXPORT_TABLES) await writePartitions(wh, t, root, staging, dates, result);
-        await wh.run(`DROP TABLE _export_dates`);
-      }
+      for (const t of RUN_EXPORT_TABLES) await writePartitions(wh, t, root, staging, dates, result);
       if (full) {
         await removeStalePartitions(root, new Set(dates), result);
         // An empty table still gets its directory, so the next export knows it was done.
@@ -82,23 +74,28 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
 }
 
 async function writePartitions(db: SqlRunner, t: ExportTable, root: string, staging: string, dates: readonly string[], result: ExportResult): Promise<void> {
-  const out = join(staging, t.name);
-  await db.run(`COPY (SELECT * FROM ${quoteIdent(t.name)} WHERE created_date IN (SELECT d FROM _export_dates) ORDER BY created_date, ${t.orderBy})
-    TO ${quoteLiteral(out)} (FORMAT parquet, COMPRESSION zstd, PARTITION_BY (created_date), FILENAME_PATTERN 'data', OVERWRITE_OR_IGNORE)`);
+  // One COPY per day: each sorts one day's rows, which stays within the memory limit however
+  // large the table grows (one partitioned COPY of the whole set does not).
   for (const d of dates) {
     const part = partitionDirName(d);
     const dir = join(root, t.name, part);
     const target = join(dir, DATA_FILE);
-    const fresh = existsSync(join(out, part)) ? (await readdir(join(out, part))).filter((f) => f.endsWith('.parquet')) : [];
-    if (fresh.length > 1) throw new Error(`export of ${t.name} ${part} produced ${fresh.length} files; expected one`);
-    if (fresh.length === 1) {
+    const fresh = join(staging, `${t.name}-${d}.parquet`);
+    const [copied] = await db.all<{ Count: bigint }>(
+      `COPY (SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE created_date = ${quoteLiteral(d)}::DATE ORDER BY ${t.orderBy})
+       TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
+    );
+    if (Number(copied?.Count ?? 0) > 0) {
       await mkdir(dir, { recursive: true });
-      await rename(join(out, part, fresh[0] as string), target);
+      await rename(fresh, target);
       result.written.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
-    } else if (existsSync(target)) {
-      await rm(target);
-      await rmdir(dir).catch(() => undefined);
-      result.removed.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
+    } else {
+      await rm(fresh, { force: true });
+      if (existsSync(target)) {
+        await rm(target);
+        await rmdir(dir).catch(() => undefined);
+        result.removed.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
+      }
     }
   }
 }
