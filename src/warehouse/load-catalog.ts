@@ -21,6 +21,8 @@ export interface CatalogLoadOptions {
   listedAt?: Micros;
   /** When the payloads were fetched (default: listedAt). */
   fetchedAt?: Micros;
+  /** Ids listed but not passed in (records refused before loading): not absent. */
+  presentIds?: ReadonlySet<string>;
   bookkeeping?: Bookkeeping;
 }
 
@@ -51,7 +53,13 @@ export async function loadCatalogListing(
   const fetchedAt = options.fetchedAt ?? listedAt;
   const prepared = prepareListing(table, payloads, wh.maskSecrets);
   return wh.transaction(async (tx) => {
-    const result = await applyListing(tx, wh, table, prepared, { complete: options.complete, listedAt, fetchedAt, archive: true });
+    const result = await applyListing(tx, wh, table, prepared, {
+      complete: options.complete,
+      listedAt,
+      fetchedAt,
+      archive: true,
+      ...(options.presentIds ? { presentIds: options.presentIds } : {}),
+    });
     await runBookkeeping(tx, options.bookkeeping);
     return { ...result, received: payloads.length };
   });
