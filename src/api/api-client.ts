@@ -5,7 +5,7 @@ import { apiBaseUrl } from '../config/config-url.ts';
 import { silentLogger, type Logger } from '../util/logger.ts';
 import { fetchConcurrently, type ConcurrentFetchOptions, type ItemResult } from './api-details.ts';
 import { endpointInfo, pageBounds, type CatalogKind, type EndpointName } from './api-endpoints.ts';
-import { InvalidRecordError } from './api-errors.ts';
+import { ApiError, InvalidRecordError } from './api-errors.ts';
 import {
   guardrailListQuery,
   pageQuery,
@@ -30,6 +30,8 @@ import { createRecordValidator, type RecordValidator, type ValidationMode } from
 export interface InvalidRecordReport {
   endpoint: EndpointName;
   recordId: string | null;
+  /** The request_id of the response that carried the record, when the API gave one. */
+  requestId: string | null;
   problems: readonly string[];
   record: unknown;
 }
@@ -86,6 +88,15 @@ export type CatalogRecord = { tools: Tool; agents: Agent; guidelines: Guideline;
 
 export type RunDetailResult = ItemResult<RunDetail>;
 
+export interface RunDetailsOptions extends ConcurrentFetchOptions {
+  /**
+   * Before the first request, let a budget that knows no limit learn it from one smallest runs-list
+   * page (the response the spec gives X-RateLimit-* headers), instead of from a burst of 429s.
+   * Default true.
+   */
+  primeBudget?: boolean;
+}
+
 /** A path segment: every reserved character encoded, and dot segments too, which a proxy would fold. */
 export function encodeSegment(id: string): string {
   const enc = encodeURIComponent(id);
@@ -103,12 +114,15 @@ export class ApiClient {
   private readonly validator: RecordValidator;
   private readonly logger: Logger;
   private readonly onInvalid: ((report: InvalidRecordReport) => void) | undefined;
+  private readonly budget: RateBudget;
+  private primed = false;
 
   constructor(options: ApiClientOptions) {
     const base = new URL(apiBaseUrl(options.baseUrl));
     this.ownedPool = options.dispatcher ? null : createApiPool(base.origin, options.pool);
     this.logger = options.logger ?? silentLogger();
     this.onInvalid = options.onInvalid;
+    this.budget = options.budget;
     this.validator = createRecordValidator(options.validation ?? 'lenient');
     this.transport = new ApiTransport({
       origin: base.origin,
@@ -156,18 +170,39 @@ export class ApiClient {
   }
 
   async getRunToolOptions(options: CallOptions = {}): Promise<RunToolOption[]> {
-    const { body } = await this.transport.get({
+    const { body, requestId } = await this.transport.get({
       endpoint: 'runs.toolOptions',
       path: '/runs/tool-options',
       expect: 'items',
       signal: options.signal,
     });
-    return this.keepValid<RunToolOption>('runs.toolOptions', body.data as unknown[]);
+    return this.keepValid<RunToolOption>('runs.toolOptions', body.data as unknown[], requestId);
   }
 
   /** Run details fetched concurrently, paced by the budget, yielded as they arrive. */
-  fetchRunDetails(ids: Iterable<string> | AsyncIterable<string>, options: ConcurrentFetchOptions = {}): AsyncGenerator<RunDetailResult> {
-    return fetchConcurrently(ids, (id, signal) => this.getRun(id, { signal }), options);
+  async *fetchRunDetails(ids: Iterable<string> | AsyncIterable<string>, options: RunDetailsOptions = {}): AsyncGenerator<RunDetailResult> {
+    const { primeBudget = true, ...fetchOptions } = options;
+    if (primeBudget) await this.primeBudget(options.signal);
+    yield* fetchConcurrently(ids, (id, signal) => this.getRun(id, { signal }), fetchOptions);
+  }
+
+  /**
+   * Once per client, when the budget has not learned the key's limit yet: one runs-list page of a
+   * single item, whose X-RateLimit-* headers tell it. Detail responses carry no such headers, so a
+   * burst of detail fetches would otherwise learn the limit from 429s. A failure here is left for
+   * the requests that follow to meet and report.
+   */
+  async primeBudget(signal?: AbortSignal): Promise<void> {
+    if (this.primed) return;
+    this.primed = true;
+    if ((await this.budget.snapshot()).limit !== null) return;
+    try {
+      // Only the headers matter: the page itself is neither checked nor reported.
+      await this.transport.get({ endpoint: 'runs.list', path: '/runs', query: [['limit', '1']], expect: 'list', signal });
+    } catch (e) {
+      if (!(e instanceof ApiError)) throw e;
+      this.logger.debug({ error: e.message }, 'could not learn the rate limit ahead of the detail fetches');
+    }
   }
 
   // -- catalog
@@ -261,7 +296,7 @@ export class ApiClient {
     const data = body.data as unknown[];
     const pagination = body.pagination as { has_more: boolean; next_cursor: string | null };
     return {
-      items: this.keepValid<T>(endpoint, data),
+      items: this.keepValid<T>(endpoint, data, requestId),
       received: data.length,
       nextCursor: pagination.next_cursor,
       hasMore: pagination.has_more,
@@ -308,7 +343,7 @@ export class ApiClient {
     const { body, requestId } = await this.transport.get({ endpoint, path, expect: 'detail', signal: options.signal });
     const problems = this.validator.check(endpointInfo(endpoint).schema, body.data);
     if (problems.length > 0) {
-      this.report(endpoint, body.data, problems);
+      this.report(endpoint, body.data, problems, requestId);
       throw new InvalidRecordError(
         `the record breaks its schema: ${problems.slice(0, 3).join('; ')}`,
         { endpoint, path, requestId },
@@ -319,21 +354,21 @@ export class ApiClient {
     return body.data as T;
   }
 
-  private keepValid<T>(endpoint: EndpointName, records: unknown[]): T[] {
+  private keepValid<T>(endpoint: EndpointName, records: unknown[], requestId: string | null): T[] {
     const schema = endpointInfo(endpoint).schema;
     const out: T[] = [];
     for (const record of records) {
       const problems = this.validator.check(schema, record);
       if (problems.length === 0) out.push(record as T);
-      else this.report(endpoint, record, problems);
+      else this.report(endpoint, record, problems, requestId);
     }
     return out;
   }
 
-  private report(endpoint: EndpointName, record: unknown, problems: string[]): void {
+  private report(endpoint: EndpointName, record: unknown, problems: string[], requestId: string | null): void {
     this.transport.stats.invalidRecords++;
     const id = recordId(record);
-    this.logger.warn({ endpoint, recordId: id, problems: problems.slice(0, 10) }, 'skipped a record that breaks its schema');
-    this.onInvalid?.({ endpoint, recordId: id, problems, record });
+    this.logger.warn({ endpoint, recordId: id, requestId, problems: problems.slice(0, 10) }, 'skipped a record that breaks its schema');
+    this.onInvalid?.({ endpoint, recordId: id, requestId, problems, record });
   }
 }

@@ -25,7 +25,14 @@ export type Expect = 'list' | 'detail' | 'items';
 
 export type Outcome =
   | { kind: 'response'; status: number; headers: HeaderMap; body: string }
-  | { kind: 'exception'; error: unknown; timedOut: boolean };
+  | {
+      kind: 'exception';
+      error: unknown;
+      timedOut: boolean;
+      /** Set when the failure came after the response headers (a body cut short or too slow). */
+      status?: number | null;
+      requestId?: string | null;
+    };
 
 export type Verdict =
   | { action: 'ok'; body: Record<string, unknown>; requestId: string | null }
@@ -101,7 +108,7 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
     const e = outcome.error as { code?: unknown; message?: unknown } | null;
     const code = typeof e?.code === 'string' ? e.code : null;
     const text = ctx.redact(typeof e?.message === 'string' ? e.message : String(outcome.error));
-    const info: ApiErrorInfo = { ...base, cause: outcome.error };
+    const info: ApiErrorInfo = { ...base, status: outcome.status ?? null, requestId: outcome.requestId ?? null, cause: outcome.error };
     if (outcome.timedOut || (code !== null && TIMEOUT_CODES.has(code))) {
       return { action: 'retry', error: new TimeoutError(`timed out (${code ?? text})`, info), minDelayMs: 0 };
     }

@@ -1,4 +1,5 @@
 import type { Dispatcher } from 'undici';
+import { header } from '../budget/budget-headers.ts';
 import type { BudgetClock, HeaderMap, RateBudget } from '../budget/budget-types.ts';
 import { redactText, type Logger } from '../util/logger.ts';
 import type { EndpointName } from './api-endpoints.ts';
@@ -90,12 +91,15 @@ export class ApiTransport {
           attempts--;
           waits++;
           this.stats.rateLimited++;
-          if (waits > retry.maxRateLimitWaits || verdict.waitMs > retry.maxRetryAfterMs) throw verdict.error;
+          // A wait longer than we allow fails fast rather than holding every caller that long.
+          if (verdict.waitMs > retry.maxRetryAfterMs) throw verdict.error;
+          // The key is refused for every caller, so every caller is held, even when this one gives up.
+          await budget.pause(verdict.waitMs);
+          if (waits > retry.maxRateLimitWaits) throw verdict.error;
           logger.info(
             { endpoint: req.endpoint, waitMs: verdict.waitMs, requestId: verdict.error.requestId },
             'rate limited; every request waits for Retry-After',
           );
-          await budget.pause(verdict.waitMs);
           break;
         }
         case 'retry': {
@@ -116,6 +120,9 @@ export class ApiTransport {
   private async send(path: string, signal: AbortSignal | undefined): Promise<Outcome> {
     const timeout = AbortSignal.timeout(this.o.requestTimeoutMs);
     const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    // Known once the headers are in, so a body cut short still names the request the server logged.
+    let status: number | null = null;
+    let requestId: string | null = null;
     try {
       const res = await this.o.dispatcher.request({
         origin: this.o.origin,
@@ -128,12 +135,14 @@ export class ApiTransport {
         },
         signal: combined,
       });
+      status = res.statusCode;
+      requestId = header(res.headers as HeaderMap, 'x-request-id');
       const body = await res.body.text();
       return { kind: 'response', status: res.statusCode, headers: res.headers as HeaderMap, body };
     } catch (error) {
       // The caller's own cancellation is not a failure to classify or retry.
       if (signal?.aborted) throw signal.reason;
-      return { kind: 'exception', error, timedOut: timeout.aborted };
+      return { kind: 'exception', error, timedOut: timeout.aborted, status, requestId };
     }
   }
 }

@@ -9,6 +9,7 @@ export type {
   ListPage,
   PageRequest,
   RunDetailResult,
+  RunDetailsOptions,
 } from './api-client.ts';
 export * from './api-errors.ts';
 export { fetchConcurrently, type ConcurrentFetchOptions, type ItemResult } from './api-details.ts';

@@ -1,3 +1,4 @@
+import { createConnection, createServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApiPool, encodeSegment, NotFoundError, type Tool } from '../../src/api/index.ts';
 import { createRecordValidator } from '../../src/api/api-validate.ts';
@@ -145,6 +146,32 @@ describe('connections', () => {
   it('refuses a plain-http base URL that is not this machine, before sending anything', () => {
     expect(() => makeClient('http://support.example.com', sim.key)).toThrow(ConfigError);
     expect(() => makeClient('ftp://127.0.0.1', sim.key)).toThrow(/RUNSYNC_API_URL/);
+  });
+
+  it('reuses a bounded number of kept-alive connections however many requests run at once', async () => {
+    // A TCP relay in front of the simulator counts the connections the client opens.
+    let opened = 0;
+    const sockets: Socket[] = [];
+    const target = new URL(sim.url);
+    const relay: Server = createServer((socket) => {
+      opened++;
+      sockets.push(socket);
+      const upstream = createConnection(Number(target.port), target.hostname);
+      socket.pipe(upstream).pipe(socket);
+      socket.on('error', () => upstream.destroy());
+      upstream.on('error', () => socket.destroy());
+    });
+    await new Promise<void>((resolve) => relay.listen(0, '127.0.0.1', resolve));
+    const own = makeClient(`http://127.0.0.1:${(relay.address() as AddressInfo).port}`, sim.key, { pool: { connections: 3 } });
+    const ids = (await t.client.listRuns({}, { limit: 40 })).items.map((r) => r.id);
+    const got = await collect(own.client.fetchRunDetails(ids, { concurrency: 8 }));
+    expect(got.filter((r) => r.ok)).toHaveLength(40);
+    await own.client.getTool('service:web_search');
+    expect(opened).toBeGreaterThanOrEqual(1);
+    expect(opened).toBeLessThanOrEqual(3);
+    await own.client.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => relay.close(() => resolve()));
   });
 
   it('uses a pool passed in and leaves it open on close', async () => {

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   AuthError,
   backoffDelay,
@@ -9,11 +9,13 @@ import {
   NetworkError,
   NotFoundError,
   PermissionError,
+  RateLimitedError,
   ServerError,
   TimeoutError,
   type Expect,
   type Verdict,
 } from '../../src/api/index.ts';
+import { failure, json, makeClient, scriptedServer, type ScriptedServer } from './api-test-kit.ts';
 
 // The one classification of responses and exceptions, case by case: the body's error.code first,
 // the status second; what is fatal, what is retried, what waits.
@@ -129,5 +131,96 @@ describe('backoff', () => {
     expect(Math.min(...draws)).toBeGreaterThanOrEqual(100);
     expect(Math.max(...draws)).toBeLessThanOrEqual(200);
     expect(new Set(draws).size).toBeGreaterThan(1);
+  });
+});
+
+describe('classification through the client, against a server that answers oddly', () => {
+  const KEY2 = 'svc_live_odd_server_test_key_0001';
+  const option = { tool_name: 'web_search', display_name: 'Web search', run_count: 3 };
+  let server: ScriptedServer;
+  const hits = new Map<string, number>();
+
+  beforeAll(async () => {
+    server = await scriptedServer((req, res) => {
+      const path = (req.url ?? '').split('?')[0] as string;
+      const n = (hits.get(path) ?? 0) + 1;
+      hits.set(path, n);
+      const html = (status: number) => {
+        res.writeHead(status, { 'content-type': 'text/html', 'x-request-id': `req_proxy_${n}` });
+        res.end(`<html><body><h1>${status}</h1></body></html>`);
+      };
+      switch (path) {
+        case '/api/v1/runs/gone-400':
+          return json(res, 400, { error: { code: 'not_found', message: 'no such run', request_id: 'req_gone' } });
+        case '/api/v1/runs/gone-500':
+          return json(res, 500, { error: { code: 'not_found', message: 'no such run', request_id: 'req_gone5' } });
+        case '/api/v1/runs/tool-options':
+          // Two proxy pages, then an HTML 200, then the answer.
+          if (n <= 2) return html(502);
+          if (n === 3) return html(200);
+          return json(res, 200, { data: [option] });
+        case '/api/v1/tools/service%3Adown':
+          return html(503);
+        case '/api/v1/agents/echo':
+          return json(res, 401, { error: { code: 'unauthenticated', message: `revoked: ${req.headers.authorization}`, request_id: 'req_echo' } });
+        case '/api/v1/guardrails/penalty':
+          return json(res, 429, { error: { code: 'rate_limited', message: 'slow down', request_id: 'req_pen', retry_after: 3600 } }, { 'retry-after': '3600' });
+        default:
+          return json(res, 500, { error: { code: 'internal_error', message: `unscripted ${path}`, request_id: 'req_x' } });
+      }
+    });
+  });
+  afterAll(() => server.close());
+
+  const client = () => makeClient(server.url, KEY2, { validation: 'lenient', retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 4 } });
+
+  it('takes not_found for NotFoundError whatever the status, without retrying', async () => {
+    const { client: c } = client();
+    for (const [id, requestId] of [['gone-400', 'req_gone'], ['gone-500', 'req_gone5']] as const) {
+      const e = (await failure(c.getRun(id))) as NotFoundError;
+      expect(e).toBeInstanceOf(NotFoundError);
+      expect(e).toMatchObject({ endpoint: 'runs.get', requestId, code: 'not_found' });
+      expect(hits.get(`/api/v1/runs/${id}`)).toBe(1);
+    }
+    await c.close();
+  });
+
+  it('retries proxy pages and an HTML 200 until the real answer comes', async () => {
+    const { client: c } = client();
+    expect(await c.getRunToolOptions()).toEqual([option]);
+    expect(hits.get('/api/v1/runs/tool-options')).toBe(4);
+    expect(c.stats().retries).toBe(3);
+    await c.close();
+  });
+
+  it('gives up after the bounded attempts with the proxy request id and the endpoint', async () => {
+    const { client: c } = client();
+    const e = (await failure(c.getTool('service:down'))) as ServerError;
+    expect(e).toBeInstanceOf(ServerError);
+    expect(e).toMatchObject({ endpoint: 'tools.get', status: 503, requestId: 'req_proxy_4', attempts: 4 });
+    expect(hits.get('/api/v1/tools/service%3Adown')).toBe(4);
+    await c.close();
+  });
+
+  it('keeps the key out of an error even when the server echoes the Authorization header', async () => {
+    const { client: c } = client();
+    const e = (await failure(c.getAgent('echo'))) as AuthError;
+    expect(e).toBeInstanceOf(AuthError);
+    expect(e.requestId).toBe('req_echo');
+    expect(e.message).not.toContain(KEY2);
+    expect(JSON.stringify(e)).not.toContain(KEY2);
+    await c.close();
+  });
+
+  it('fails fast on a Retry-After longer than it will wait, without holding the other callers', async () => {
+    const { client: c, budget } = client();
+    const t0 = Date.now();
+    const e = (await failure(c.getGuardrail('penalty'))) as RateLimitedError;
+    expect(e).toBeInstanceOf(RateLimitedError);
+    expect(e.retryAfterMs).toBe(3_600_000);
+    expect(e.requestId).toBe('req_pen');
+    expect(Date.now() - t0).toBeLessThan(2000);
+    expect((await budget.snapshot()).pausedUntilMs).toBeLessThan(Date.now());
+    await c.close();
   });
 });

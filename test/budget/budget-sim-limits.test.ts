@@ -34,7 +34,7 @@ describe('limits learned from the simulator', () => {
     await new Promise((r) => setTimeout(r, 1000));
     sim.counters.reset();
     const t = makeClient(sim.url, sim.key);
-    const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 6 }));
+    const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 6, primeBudget: false }));
     expect(results.filter((r) => r.ok)).toHaveLength(30);
     const log = sim.counters.log();
     const limited = log.filter((r) => r.status === 429);
@@ -44,6 +44,25 @@ describe('limits learned from the simulator', () => {
     const firstLimited = limited[0]!.t;
     expect(limited.every((r) => r.t - firstLimited < 1000)).toBe(true);
     expect(sim.counters.maxInAlignedWindow(1000, (r) => r.status === 200)).toBeLessThanOrEqual(10);
+    await t.client.close();
+  });
+
+  it('learns the limit before a cold burst of detail fetches from one list page, and meets no 429', async () => {
+    sim = await startSim({ size: 80, rateLimit: { perKey: { limit: 10, windowSeconds: 1 } } });
+    const lister = makeClient(sim.url, sim.key);
+    const ids = (await collect(lister.client.iterateRuns({}, { pageSize: 100 }))).map((r) => r.id).slice(0, 24);
+    await lister.client.close();
+    await new Promise((r) => setTimeout(r, 1000));
+    sim.counters.reset();
+    const t = makeClient(sim.url, sim.key);
+    const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 6 }));
+    expect(results.filter((r) => r.ok)).toHaveLength(24);
+    expect(sim.counters.count(undefined, 429)).toBe(0);
+    expect(sim.counters.count('runs.list')).toBe(1);
+    expect(sim.counters.maxInAlignedWindow(1000)).toBeLessThanOrEqual(10);
+    // Once is enough: a second batch does not list again.
+    await collect(t.client.fetchRunDetails(ids.slice(0, 2)));
+    expect(sim.counters.count('runs.list')).toBe(1);
     await t.client.close();
   });
 
