@@ -1,0 +1,70 @@
+import type { Dispatcher } from 'undici';
+import { createApiClient } from '../api/api-setup.ts';
+import type { RetryPolicy } from '../api/api-retry.ts';
+import { SharedRateBudget } from '../budget/budget-rate.ts';
+import type { BudgetStore, RateBudget } from '../budget/budget-types.ts';
+import type { RunsyncConfig } from '../config/config-env.ts';
+import type { Logger } from '../util/logger.ts';
+import { MICROS_PER_DAY, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
+import { systemMicros } from '../warehouse/warehouse-open.ts';
+import { DEFAULT_LOCK_WAIT_MS, WarehouseGate } from './warehouse-gate.ts';
+import { RecordReports, type SyncDeps, type SyncSettings } from './sync-types.ts';
+
+// Builds the engine's dependencies from the configuration: the budgeted client, the warehouse
+// gate, the settings. The CLI and the worker call this; tests pass their own pieces in.
+
+export const DEFAULT_SETTINGS: Omit<SyncSettings, 'startDate' | 'lookback' | 'openRunHorizon'> = {
+  settle: 30 * MICROS_PER_SECOND,
+  detailConcurrency: 8,
+  bufferedPages: 8,
+  sliceMicros: MICROS_PER_DAY,
+};
+
+export interface EngineOptions {
+  logger: Logger;
+  signal: AbortSignal;
+  now?: () => Micros;
+  settings?: Partial<SyncSettings>;
+  budget?: RateBudget;
+  store?: BudgetStore;
+  dispatcher?: Dispatcher;
+  retry?: Partial<RetryPolicy>;
+  lockWaitMs?: number;
+}
+
+export interface Engine {
+  deps: SyncDeps;
+  close(): Promise<void>;
+}
+
+export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
+  const reports = new RecordReports();
+  const budget =
+    o.budget ??
+    new SharedRateBudget({
+      ceilingPerSecond: config.rateLimit,
+      reserve: config.rateReserve,
+      logger: o.logger,
+      ...(o.store ? { store: o.store } : {}),
+    });
+  const api = createApiClient(config, {
+    logger: o.logger,
+    budget,
+    onInvalid: reports.push,
+    ...(o.dispatcher ? { dispatcher: o.dispatcher } : {}),
+    ...(o.retry ? { retry: o.retry } : {}),
+  });
+  const now = o.now ?? systemMicros;
+  const gate = new WarehouseGate({ dir: config.warehouseDir, logger: o.logger, lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, now });
+  const settings: SyncSettings = {
+    ...DEFAULT_SETTINGS,
+    startDate: config.startDate,
+    lookback: config.lookback,
+    openRunHorizon: config.openRunHorizon,
+    ...o.settings,
+  };
+  return {
+    deps: { api, gate, logger: o.logger, signal: o.signal, now, settings, reports, budget },
+    close: () => api.close(),
+  };
+}

@@ -1,0 +1,78 @@
+import type { Logger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+import { openWarehouse } from '../warehouse/warehouse-open.ts';
+import type { WarehouseLockedError } from '../warehouse/warehouse-errors.ts';
+import type { Warehouse, WarehouseOptions } from '../warehouse/warehouse-types.ts';
+
+// The sync engine's only way into runsync.duckdb. DuckDB lets one process hold the file, and even
+// a reader is refused beside it, so the engine opens the file for each unit of work (a load, a
+// look-up) and closes it straight after: an analyst can get in between two loads. Units of one
+// process run one at a time. A file held by someone else is waited for, and said so once.
+
+export interface WarehouseGateOptions {
+  dir: string;
+  logger: Logger;
+  /** How long one unit waits for a file held by another process (default 10 minutes). */
+  lockWaitMs?: number;
+  maskSecrets?: boolean;
+  memoryLimit?: string;
+  now?: () => Micros;
+  /** Told when a unit finds the file held (for status lines and metrics). */
+  onLocked?: (error: WarehouseLockedError) => void;
+}
+
+export const DEFAULT_LOCK_WAIT_MS = 10 * 60_000;
+
+export class WarehouseGate {
+  private chain: Promise<unknown> = Promise.resolve();
+  private lastHolder: number | null | undefined;
+
+  constructor(private readonly options: WarehouseGateOptions) {}
+
+  get dir(): string {
+    return this.options.dir;
+  }
+
+  /** Opens the warehouse, runs `fn`, closes it; after every earlier unit of this gate. */
+  use<T>(fn: (wh: Warehouse) => Promise<T>): Promise<T> {
+    const run = async (): Promise<T> => {
+      const t0 = performance.now();
+      const wh = await openWarehouse(this.options.dir, this.openOptions());
+      this.lastHolder = undefined;
+      const t1 = performance.now();
+      let t2 = t1;
+      try {
+        const out = await fn(wh);
+        t2 = performance.now();
+        return out;
+      } finally {
+        await wh.close();
+        const ms = (a: number, b: number) => Math.round(b - a);
+        this.options.logger.debug({ openMs: ms(t0, t1), workMs: ms(t1, t2), closeMs: ms(t2, performance.now()) }, 'warehouse unit');
+      }
+    };
+    const next = this.chain.then(run, run);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
+  private openOptions(): WarehouseOptions {
+    const o = this.options;
+    const options: WarehouseOptions = {
+      logger: o.logger,
+      lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
+      onLocked: (e) => {
+        // One line per holder, not one per retry.
+        if (this.lastHolder !== e.holderPid) {
+          this.lastHolder = e.holderPid;
+          o.logger.warn({ holderPid: e.holderPid, holder: e.holder }, 'the warehouse is held by another process; waiting for it');
+        }
+        o.onLocked?.(e);
+      },
+    };
+    if (o.maskSecrets !== undefined) options.maskSecrets = o.maskSecrets;
+    if (o.memoryLimit !== undefined) options.memoryLimit = o.memoryLimit;
+    if (o.now !== undefined) options.now = o.now;
+    return options;
+  }
+}

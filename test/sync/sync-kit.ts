@@ -1,0 +1,113 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../../src/config/index.ts';
+import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { createEngine, type Engine, type EngineOptions } from '../../src/sync/index.ts';
+import { createLogger, type Logger } from '../../src/util/logger.ts';
+import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND, parseTimestamp, type Micros } from '../../src/util/timestamp.ts';
+import { openWarehouse } from '../../src/warehouse/index.ts';
+
+// What the sync engine tests share: a simulator on a manual clock, an engine wired as the CLI wires
+// it (with the simulator's clock, short retry delays), and the comparison with ground truth.
+
+export const NOW = '2026-03-01T00:00:00Z';
+export const SETTLE = 30 * MICROS_PER_SECOND;
+
+export function tempDir(prefix = 'runsync-sync-'): { dir: string; cleanup(): void } {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function startSim(options: SimulatorOptions = {}): Promise<Simulator> {
+  // Unlimited unless a test sets a limit: the engine's pacing has its own tests and benches.
+  return startSimulator({ port: 0, seed: 11, size: 600, days: 10, now: NOW, rateLimit: { perKey: null }, ...options });
+}
+
+export interface EngineFor {
+  sim: Simulator;
+  dir: string;
+  env?: Record<string, string>;
+  options?: Partial<EngineOptions>;
+  logger?: Logger;
+}
+
+export function spanStart(sim: Simulator): Micros {
+  return (parseTimestamp(NOW) as Micros) - (sim.world.options.days * MICROS_PER_DAY);
+}
+
+export function engineFor({ sim, dir, env = {}, options = {}, logger }: EngineFor): Engine {
+  const config = loadConfig({
+    RUNSYNC_API_URL: sim.url,
+    RUNSYNC_API_KEY: sim.key,
+    RUNSYNC_WAREHOUSE_DIR: dir,
+    RUNSYNC_START_DATE: formatTimestamp(spanStart(sim)),
+    ...env,
+  });
+  return createEngine(config, {
+    logger: logger ?? createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    signal: new AbortController().signal,
+    now: () => sim.clock.now(),
+    retry: { baseDelayMs: 2, maxDelayMs: 20 },
+    lockWaitMs: 30_000,
+    ...options,
+  });
+}
+
+export interface RunFacts {
+  status: string | null;
+  updatedAt: number;
+  resolution: string | null;
+  messages: string;
+  steps: string;
+  evals: string;
+}
+
+/** Ground truth: every run the simulator shows now, created before `before`. */
+export function truth(sim: Simulator, before: Micros): Map<string, RunFacts> {
+  const out = new Map<string, RunFacts>();
+  for (const d of sim.world.truthRunDetails()) {
+    const created = parseTimestamp(d.created_at as string) as Micros;
+    if (created >= before) continue;
+    const ids = (k: string) => ((d[k] as { id: string }[]) ?? []).map((x) => x.id).sort().join(',');
+    out.set(d.id as string, {
+      status: (d.status as string | null) ?? null,
+      updatedAt: parseTimestamp(d.updated_at as string) as number,
+      resolution: ((d.resolution as { type: string } | null)?.type ?? null),
+      messages: ids('conversation'),
+      steps: ids('steps'),
+      evals: ids('evaluation_attributes'),
+    });
+  }
+  return out;
+}
+
+/** The same facts, read from the warehouse. */
+export async function stored(dir: string): Promise<Map<string, RunFacts>> {
+  const wh = await openWarehouse(dir, { readOnly: true });
+  try {
+    const rows = await wh.all<{ id: string; status: string | null; u: bigint; r: string | null; m: string | null; s: string | null; e: string | null }>(`
+      SELECT r.id, r.status, epoch_us(r.updated_at) AS u, r.resolution_type AS r,
+        (SELECT string_agg(id, ',' ORDER BY id) FROM run_messages WHERE run_id = r.id) AS m,
+        (SELECT string_agg(id, ',' ORDER BY id) FROM run_steps WHERE run_id = r.id) AS s,
+        (SELECT string_agg(id, ',' ORDER BY id) FROM run_evaluations WHERE run_id = r.id) AS e
+      FROM runs r`);
+    return new Map(rows.map((x) => [x.id, { status: x.status, updatedAt: Number(x.u), resolution: x.r, messages: x.m ?? '', steps: x.s ?? '', evals: x.e ?? '' }]));
+  } finally {
+    await wh.close();
+  }
+}
+
+/** Differences between the warehouse and the truth, as lines (empty when equal). */
+export async function diffWithTruth(sim: Simulator, dir: string, before: Micros): Promise<string[]> {
+  const want = truth(sim, before);
+  const have = await stored(dir);
+  const out: string[] = [];
+  for (const [id, w] of want) {
+    const h = have.get(id);
+    if (!h) out.push(`missing ${id}`);
+    else if (JSON.stringify(h) !== JSON.stringify(w)) out.push(`differs ${id}: have ${JSON.stringify(h).slice(0, 200)} want ${JSON.stringify(w).slice(0, 200)}`);
+  }
+  for (const id of have.keys()) if (!want.has(id)) out.push(`extra ${id}`);
+  return out;
+}
