@@ -1,20 +1,15 @@
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from './cli-context.ts';
+import { backfillCommand } from './commands/backfill.ts';
+import { demoCommand } from './commands/demo.ts';
 import { exportCommand } from './commands/export.ts';
 import { notBuilt } from './commands/not-built.ts';
 import { rebuildCommand } from './commands/rebuild.ts';
 import { simulateCommand } from './commands/simulate.ts';
-
-function listFilters(c: Command): void {
-  c.option('--status <value...>', 'run status (repeatable)')
-    .option('--agent-id <uuid...>', 'agent id (repeatable)')
-    .option('--ticket-id <id...>', 'ticket id (repeatable)')
-    .option('--source <value...>', 'run source (repeatable)')
-    .option('--resolution-type <value...>', 'resolution type (repeatable)')
-    .option('--tool-name <name...>', 'recorded tool name (repeatable)')
-    .option('--search <text>', 'text search over ticket title, ticket id and agent name');
-}
+import { statusCommand } from './commands/status.ts';
+import { snapshotCommand, syncCommand } from './commands/sync.ts';
+import { ConfigError } from '../config/index.ts';
 
 export function buildProgram(ctx: CliContext, setExit: (code: number) => void): Command {
   const program = new Command('runsync')
@@ -23,22 +18,15 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
     .configureOutput({ writeOut: (s) => ctx.out(s.trimEnd()), writeErr: (s) => ctx.err(s.trimEnd()) });
   const add = (cmd: Command) => program.addCommand(cmd);
 
-  add(notBuilt('demo', 'start the bundled simulator, sync it into ./warehouse, print what landed', () => {}, ctx, setExit));
-  add(notBuilt('sync', 'one incremental pass: catalog snapshot, runs window, open-run refresh, Parquet export',
-    (c) => c.option('--reconcile', 're-check every run inside the open-run horizon'), ctx, setExit));
-  add(notBuilt('backfill', 'replay a created-at range without moving the live watermark', (c) => {
-    c.requiredOption('--from <date-time>', 'start of the range (inclusive)')
-      .requiredOption('--to <date-time>', 'end of the range (exclusive)')
-      .option('--force', 're-fetch details even when unchanged')
-      .option('--enqueue', 'enqueue the slices on the worker queue instead of running them here');
-    listFilters(c);
-  }, ctx, setExit));
-  add(notBuilt('snapshot', 'catalog snapshot only', () => {}, ctx, setExit));
+  add(demoCommand(ctx, setExit));
+  add(syncCommand(ctx, setExit));
+  add(backfillCommand(ctx, setExit));
+  add(snapshotCommand(ctx, setExit));
   add(exportCommand(ctx, setExit));
   add(rebuildCommand(ctx, setExit));
   add(notBuilt('worker', 'long-running BullMQ workers plus the job schedulers (needs REDIS_URL)',
     (c) => c.option('--dashboard <port>', 'serve a queue dashboard and /metrics'), ctx, setExit));
-  add(notBuilt('status', 'freshness, watermarks, row counts, last errors, queue depths', () => {}, ctx, setExit));
+  add(statusCommand(ctx, setExit));
   add(simulateCommand(ctx, setExit));
   return program;
 }
@@ -76,7 +64,7 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
       if (e.code === 'commander.helpDisplayed' || e.code === 'commander.help' || e.code === 'commander.version') return EXIT_OK;
       return EXIT_USAGE;
     }
-    if (e instanceof UsageError || e instanceof InvalidArgumentError) {
+    if (e instanceof UsageError || e instanceof InvalidArgumentError || e instanceof ConfigError) {
       ctx.err(`runsync: ${e.message}`);
       return EXIT_USAGE;
     }

@@ -1,0 +1,119 @@
+import { Command } from 'commander';
+import { SingleBar } from 'cli-progress';
+import { FilterError, type RunListFilter } from '../../api/index.ts';
+import { BackfillError, checkBackfill, runBackfill, type BackfillSpec } from '../../sync/sync-backfill.ts';
+import { formatTimestamp, parseDuration, parseTimestamp, type Micros } from '../../util/timestamp.ts';
+import { EXIT_FAILED, EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
+import { withEngine } from './engine-context.ts';
+
+// `runsync backfill --from T --to T [filters] [--force]`: replays a created-time range in this
+// process, resumable by running the same command again, with a progress bar on a terminal and
+// progress lines in the logs.
+
+interface BackfillFlags {
+  from: string;
+  to: string;
+  force?: boolean;
+  slice: string;
+  enqueue?: boolean;
+  status?: string[];
+  agentId?: string[];
+  ticketId?: string[];
+  source?: string[];
+  resolutionType?: string[];
+  toolName?: string[];
+  search?: string;
+  duration?: string[];
+  metadata?: string[];
+}
+
+function when(flag: string, text: string): Micros {
+  const t = parseTimestamp(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
+  if (t === null) throw new UsageError(`${flag} must be an ISO date-time such as 2026-01-01T00:00:00Z, or a date; got "${text}"`);
+  return t;
+}
+
+const DURATION = /^(eq|gt|gte|lt|lte)=(\d+)$/;
+
+export function backfillSpec(o: BackfillFlags): BackfillSpec {
+  const filter: RunListFilter = {};
+  if (o.status) filter.status = o.status;
+  if (o.agentId) filter.agentId = o.agentId;
+  if (o.ticketId) filter.ticketId = o.ticketId;
+  if (o.source) filter.source = o.source;
+  if (o.resolutionType) filter.resolutionType = o.resolutionType;
+  if (o.toolName) filter.toolName = o.toolName;
+  if (o.search !== undefined) filter.search = o.search;
+  if (o.duration) {
+    const d: NonNullable<RunListFilter['duration']> = {};
+    for (const x of o.duration) {
+      const m = DURATION.exec(x);
+      if (!m) throw new UsageError(`--duration takes op=seconds with op eq, gt, gte, lt or lte; got "${x}"`);
+      d[m[1] as keyof typeof d] = Number(m[2]);
+    }
+    filter.duration = d;
+  }
+  if (o.metadata) {
+    const meta: Record<string, string> = {};
+    for (const x of o.metadata) {
+      const i = x.indexOf('=');
+      if (i <= 0) throw new UsageError(`--metadata takes key=value; got "${x}"`);
+      meta[x.slice(0, i)] = x.slice(i + 1);
+    }
+    filter.metadata = meta;
+  }
+  const slice = parseDuration(o.slice);
+  if (slice === null || slice <= 0) throw new UsageError(`--slice must be a duration such as 1d or 6h; got "${o.slice}"`);
+  const spec: BackfillSpec = { from: when('--from', o.from), to: when('--to', o.to), filter, force: o.force === true, sliceMicros: slice };
+  try {
+    checkBackfill(spec);
+  } catch (e) {
+    if (e instanceof FilterError || e instanceof RangeError) throw new UsageError(e.message);
+    throw e;
+  }
+  return spec;
+}
+
+export function backfillCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  const c = new Command('backfill')
+    .description('replay a created-at range without moving the live watermark (the same command resumes it)')
+    .requiredOption('--from <date-time>', 'start of the range (inclusive)')
+    .requiredOption('--to <date-time>', 'end of the range (exclusive)')
+    .option('--force', 're-fetch details even when unchanged')
+    .option('--slice <duration>', 'length of one slice of the range', '1d')
+    .option('--enqueue', 'enqueue the slices on the worker queue instead of running them here (needs REDIS_URL)')
+    .option('--status <value...>', 'run status (repeatable)')
+    .option('--agent-id <uuid...>', 'agent id (repeatable)')
+    .option('--ticket-id <id...>', 'ticket id (repeatable)')
+    .option('--source <value...>', 'run source (repeatable)')
+    .option('--resolution-type <value...>', 'resolution type (repeatable)')
+    .option('--tool-name <name...>', 'recorded tool name (repeatable)')
+    .option('--search <text>', 'text search over ticket title, ticket id and agent name')
+    .option('--duration <op=seconds...>', 'duration filter, e.g. gte=60 (ops eq, gt, gte, lt, lte)')
+    .option('--metadata <key=value...>', 'metadata filter (repeatable)');
+  return c.action(async (o: BackfillFlags) => {
+    const spec = backfillSpec(o);
+    if (o.enqueue) throw new UsageError('backfill --enqueue needs the worker (runsync worker), which is not built yet; run the backfill without --enqueue');
+    await withEngine(ctx, async ({ engine }) => {
+      const bar = ctx.isTty ? new SingleBar({ format: 'backfill [{bar}] {value}/{total} slices | {listed} listed, {fetched} fetched | {eta_formatted} left', hideCursor: true }) : null;
+      try {
+        const r = await runBackfill(engine.deps, spec, (state, n) => {
+          if (!bar) return;
+          if (!bar.isActive) bar.start(n, 0, { listed: 0, fetched: 0 });
+          bar.update(Math.min(state.position.slice, n), { listed: state.listed, fetched: state.fetched });
+        });
+        bar?.stop();
+        ctx.out(`backfill ${r.key} ${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}: ${r.status}${r.resumed ? ' (resumed)' : ''} in ${(r.durationMs / 1000).toFixed(1)} s`);
+        ctx.out(`  ${r.slices} slice(s): listed ${r.runs.listed}, ${r.runs.new} new, ${r.runs.changed} changed, ${r.runs.unchanged} unchanged; ${r.runs.fetched} details loaded`);
+        ctx.out(`  requests ${r.requests.requests} (${r.requests.rateLimited} answered 429, ${r.requests.retries} retried); ${r.exportedDates} Parquet partition(s) rewritten`);
+        setExit(EXIT_OK);
+      } catch (e) {
+        bar?.stop();
+        if (!(e instanceof BackfillError)) throw e;
+        ctx.err(`runsync: backfill ${e.backfill.key} stopped: ${e.message}`);
+        ctx.err(`  ${e.backfill.runs.fetched} details loaded before it stopped; run the same command to resume`);
+        setExit(EXIT_FAILED);
+      }
+    });
+  });
+}

@@ -1,0 +1,124 @@
+import { existsSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { Command } from 'commander';
+import { configuredLogger, loadConfig } from '../../config/index.ts';
+import { startSimulator } from '../../simulator/index.ts';
+import { createEngine, runPass, type PassResult } from '../../sync/index.ts';
+import { STATUS_TABLES } from '../../sync/sync-status.ts';
+import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND } from '../../util/timestamp.ts';
+import { getState, setState, systemMicros, withWarehouse, type Warehouse } from '../../warehouse/index.ts';
+import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/warehouse-types.ts';
+import { EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
+import { formatTable } from '../table-format.ts';
+import { warehouseDirFrom } from './warehouse-dir.ts';
+
+// `runsync demo`: the bundled simulator, a full pass into ./warehouse, an hour later an incremental
+// one, then what landed and three questions answered from it. Needs nothing but `npm install`.
+// A warehouse a previous demo made is replaced; any other warehouse is left alone.
+
+const SEED = 42;
+const SIZE = 2000;
+const DAYS = 30;
+const DEMO_KEY = 'demo';
+
+export const DEMO_QUERIES: { title: string; sql: string }[] = [
+  {
+    title: 'Runs per day by resolution (last 7 days)',
+    sql: `SELECT CAST(created_date AS VARCHAR) AS day, count(*) AS runs,
+  count(*) FILTER (WHERE resolution_type = 'deflected') AS deflected,
+  count(*) FILTER (WHERE resolution_type = 'resolved') AS resolved,
+  count(*) FILTER (WHERE resolution_type = 'escalated') AS escalated,
+  count(*) FILTER (WHERE resolution_type = 'pending' OR resolution_type IS NULL) AS pending_or_none
+FROM runs GROUP BY created_date ORDER BY created_date DESC LIMIT 7`,
+  },
+  {
+    title: 'Most called tools: volume, error rate, median duration',
+    sql: `SELECT tool_name, count(*) AS calls,
+  CAST(round(100.0 * count(nullif(tool_error, '')) / count(*), 1) AS DOUBLE) AS error_pct,
+  CAST(round(median(duration_seconds), 2) AS DOUBLE) AS median_s
+FROM run_tool_calls GROUP BY tool_name ORDER BY calls DESC LIMIT 5`,
+  },
+  {
+    title: 'Deflection and escalation rate per agent',
+    sql: `SELECT coalesce(agent_name, '(no agent)') AS agent, count(*) AS runs,
+  CAST(round(100.0 * count(*) FILTER (WHERE resolution_type = 'deflected') / count(*), 1) AS DOUBLE) AS deflected_pct,
+  CAST(round(100.0 * count(*) FILTER (WHERE resolution_type = 'escalated') / count(*), 1) AS DOUBLE) AS escalated_pct
+FROM runs GROUP BY 1 ORDER BY runs DESC LIMIT 5`,
+  },
+];
+
+/** Clears a warehouse directory a previous demo filled; refuses one that holds anything else. */
+async function clearPreviousDemo(dir: string): Promise<void> {
+  if (!existsSync(join(dir, DB_FILE))) return;
+  const isDemo = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000 }, async (wh) => (await getState(wh, DEMO_KEY)) !== undefined).catch((e: unknown) => {
+    throw new UsageError(`cannot use ${dir} for the demo: ${(e as Error).message}`);
+  });
+  if (!isDemo) {
+    throw new UsageError(`${join(dir, DB_FILE)} holds a warehouse that is not a demo's; set RUNSYNC_WAREHOUSE_DIR to another directory to run the demo`);
+  }
+  for (const name of [DB_FILE, `${DB_FILE}.wal`, ANALYTICS_FILE, `${ANALYTICS_FILE}.wal`, 'raw', 'parquet']) {
+    await rm(join(dir, name), { recursive: true, force: true });
+  }
+}
+
+function passLine(label: string, r: PassResult): string {
+  const c = r.runs;
+  return `${label}: ${c.listed} runs listed, ${c.new} new, ${c.changed} changed, ${c.fetched} details loaded (${c.childRows} child rows), ${r.openRunsTracked} runs still open; ${r.requests.requests} requests in ${(r.durationMs / 1000).toFixed(1)} s`;
+}
+
+async function summary(wh: Warehouse): Promise<string[]> {
+  const lines: string[] = [];
+  const counts: Record<string, unknown>[] = [];
+  for (const t of STATUS_TABLES) {
+    const [r] = await wh.all<{ c: bigint }>(`SELECT count(*) AS c FROM ${t}`);
+    counts.push({ table: t, rows: Number(r?.c ?? 0) });
+  }
+  lines.push('', 'What landed', ...formatTable(counts).map((l) => `  ${l}`));
+  for (const q of DEMO_QUERIES) {
+    lines.push('', q.title, ...q.sql.split('\n').map((l) => `  ${l}`), '');
+    lines.push(...formatTable(await wh.all(q.sql)).map((l) => `  ${l}`));
+  }
+  return lines;
+}
+
+export function demoCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  return new Command('demo')
+    .description('start the bundled simulator, sync it into ./warehouse (RUNSYNC_WAREHOUSE_DIR), print what landed and example queries')
+    .action(async () => {
+      const dir = warehouseDirFrom(ctx.env);
+      await clearPreviousDemo(dir);
+      const now = Math.floor(systemMicros() / MICROS_PER_SECOND) * MICROS_PER_SECOND;
+      const sim = await startSimulator({ port: 0, seed: SEED, size: SIZE, days: DAYS, now, clock: 'manual', rateLimit: { perKey: null } });
+      try {
+        ctx.out(`simulator: ${SIZE} runs over ${DAYS} days at ${sim.url} (seed ${SEED}); warehouse: ${dir}`);
+        const config = loadConfig({
+          RUNSYNC_API_URL: sim.url,
+          RUNSYNC_API_KEY: sim.key,
+          RUNSYNC_WAREHOUSE_DIR: dir,
+          RUNSYNC_START_DATE: formatTimestamp(now - DAYS * MICROS_PER_DAY),
+          LOG_LEVEL: ctx.env.LOG_LEVEL ?? 'warn',
+        });
+        const logger = configuredLogger(config, { pretty: ctx.isTty });
+        const engine = createEngine(config, { logger, signal: ctx.signal, now: () => sim.clock.now() });
+        try {
+          const first = await runPass(engine.deps);
+          ctx.out(passLine('first pass ', first));
+          await engine.deps.gate.use((wh) => setState(wh, DEMO_KEY, { seed: SEED, size: SIZE }, sim.clock.now()));
+          sim.advance('1h');
+          const second = await runPass(engine.deps);
+          ctx.out(passLine('an hour on', second));
+        } finally {
+          await engine.close();
+        }
+        for (const l of await withWarehouse(dir, { readOnly: true }, summary)) ctx.out(l);
+        const rel = relative(process.cwd(), dir) || '.';
+        ctx.out('');
+        ctx.out(`Open it:   duckdb ${join(rel, DB_FILE)}   (or ${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs)`);
+        ctx.out(`Status:    RUNSYNC_WAREHOUSE_DIR=${rel} npx runsync status`);
+        setExit(EXIT_OK);
+      } finally {
+        await sim.close();
+      }
+    });
+}

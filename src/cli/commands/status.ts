@@ -1,0 +1,78 @@
+import { existsSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Command } from 'commander';
+import { readStatus, type PassSummary, type StatusReport } from '../../sync/sync-status.ts';
+import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
+import { systemMicros, withWarehouse, WarehouseLockedError } from '../../warehouse/index.ts';
+import { DB_FILE } from '../../warehouse/warehouse-types.ts';
+import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
+import { warehouseDirFrom } from './warehouse-dir.ts';
+
+// `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
+// file is opened read-only for a moment, and a writer holding it is named rather than waited on.
+
+export function statusCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  return new Command('status')
+    .description('freshness, watermarks, row counts, last errors, work in progress')
+    .option('--json', 'print the report as JSON')
+    .action(async (o: { json?: boolean }) => {
+      const dir = warehouseDirFrom(ctx.env);
+      const file = join(dir, DB_FILE);
+      if (!existsSync(file)) {
+        ctx.err(`runsync: there is no warehouse at ${file} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
+        setExit(EXIT_FAILED);
+        return;
+      }
+      let report: StatusReport;
+      try {
+        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000 }, (wh) => readStatus(wh));
+      } catch (e) {
+        if (!(e instanceof WarehouseLockedError)) throw e;
+        ctx.out(`warehouse     ${file}`);
+        ctx.out(`              in use by ${e.holderPid !== null ? `process ${e.holderPid}${e.holder ? ` (${e.holder})` : ''}` : 'another process'} for longer than 5 s;`);
+        ctx.out(`              a load waiting on it keeps its work and retries. ${join(dir, 'analytics.duckdb')} can be read meanwhile.`);
+        setExit(EXIT_FAILED);
+        return;
+      }
+      if (o.json) ctx.out(JSON.stringify({ warehouse: file, ...report }, null, 2));
+      else for (const l of statusLines(file, report, systemMicros())) ctx.out(l);
+      setExit(EXIT_OK);
+    });
+}
+
+function ago(at: Micros | null, now: Micros): string {
+  if (at === null) return 'never';
+  const s = Math.round((now - at) / 1e6);
+  const rel = s < 0 ? 'ahead of this clock' : s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : s < 172_800 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} days ago`;
+  return `${formatTimestamp(at)} (${rel})`;
+}
+
+function passLine(p: PassSummary, now: Micros): string {
+  const took = p.finishedAt === null ? 'not finished' : `took ${((p.finishedAt - p.startedAt) / 1e6).toFixed(1)} s`;
+  return `${p.kind} ${p.status}, started ${ago(p.startedAt, now)}, ${took}, ${p.requests ?? 0} requests, ${p.rateLimited ?? 0} × 429, ${p.errors.length} error(s)`;
+}
+
+export function statusLines(file: string, r: StatusReport, now: Micros): string[] {
+  const size = statSync(file).size;
+  const lines = [`warehouse     ${file} (${(size / 1e6).toFixed(1)} MB)`];
+  lines.push(`watermark     ${ago(r.watermark, now)}`);
+  lines.push(`last pass     ${r.lastPass ? passLine(r.lastPass, now) : 'none yet'}`);
+  if (r.lastPass?.status === 'running') lines.push('              (running now, or stopped without finishing: the next pass resumes its work)');
+  if (r.lastFailure) {
+    lines.push(`last failure  ${passLine(r.lastFailure, now)}`);
+    for (const e of r.lastFailure.errors) lines.push(`              ${e}`);
+  }
+  const reasons = Object.entries(r.openRuns.byReason).map(([k, v]) => `${k} ${v}`).join(', ');
+  lines.push(`open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${r.openRuns.oldestCreatedAt !== null ? `, oldest created ${ago(r.openRuns.oldestCreatedAt, now)}` : ''}`);
+  if (r.pending.total) lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`);
+  if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
+  for (const w of r.walks) {
+    if (w.key === 'runs.live' && w.done) continue;
+    const what = w.key === 'runs.live' ? 'live window' : w.key === 'runs.reconcile' ? 'reconciliation' : `backfill ${w.key.slice('backfill.'.length)}`;
+    lines.push(`${w.done ? 'done' : 'in progress'}${' '.repeat(w.done ? 10 : 3)}${what} ${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}: slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched, updated ${ago(w.updatedAt, now)}`);
+  }
+  lines.push(`freshness     newest run change ${ago(r.freshness.newestRunUpdatedAt, now)}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}; catalog listed ${ago(r.freshness.lastCatalogListedAt, now)}`);
+  lines.push(`parquet       ${r.exportPending ? `${r.exportPending} partition(s) or table(s) changed since the last export` : 'up to date with the tables'}`);
+  lines.push(`rows          ${Object.entries(r.tables).map(([t, c]) => `${t} ${c}`).join(', ')}`);
+  return lines;
+}

@@ -1,0 +1,38 @@
+import { Command } from 'commander';
+import { PassError, runPass, type PassOptions } from '../../sync/index.ts';
+import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
+import { withEngine } from './engine-context.ts';
+import { passLines } from './pass-report.ts';
+
+// `runsync sync` and `runsync snapshot`: one pass in this process, no Redis. Exit 1 when the pass
+// failed or a resource could not be read; everything it committed stays either way.
+
+async function pass(ctx: CliContext, setExit: (code: number) => void, options: PassOptions): Promise<void> {
+  await withEngine(ctx, async ({ engine }) => {
+    try {
+      const r = await runPass(engine.deps, options);
+      for (const l of passLines(r)) ctx.out(l);
+      setExit(r.status === 'ok' ? EXIT_OK : EXIT_FAILED);
+    } catch (e) {
+      if (!(e instanceof PassError)) throw e;
+      for (const l of passLines(e.pass)) ctx.err(l);
+      ctx.err(`runsync: ${e.message}`);
+      setExit(EXIT_FAILED);
+    }
+  });
+}
+
+export function syncCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  return new Command('sync')
+    .description('one incremental pass: catalog snapshot, runs window, open-run refresh, Parquet export')
+    .option('--reconcile', 're-check every run inside the open-run horizon (RUNSYNC_OPEN_RUN_HORIZON)')
+    .option('--no-export', 'leave the Parquet tree as it is')
+    .action((o: { reconcile?: boolean; export: boolean }) => pass(ctx, setExit, { reconcile: o.reconcile === true, export: o.export }));
+}
+
+export function snapshotCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  return new Command('snapshot')
+    .description('catalog snapshot only: tools, agents, guidelines, guardrails, runbooks, run tool options')
+    .option('--no-export', 'leave the Parquet tree as it is')
+    .action((o: { export: boolean }) => pass(ctx, setExit, { kind: 'snapshot', export: o.export }));
+}
