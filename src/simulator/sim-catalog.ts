@@ -304,13 +304,9 @@ export class SimCatalog {
       requires_approval: rng.chance(0.25),
       enabled: rng.chance(0.9),
       parameters,
-      service: null,
-      app: null,
-      custom: null,
-      mcp: null,
-      created_at: created,
-      updated_at: updated,
     };
+    // The spec types each sub-object as an object (never null) and leaves open which are present:
+    // a tool carries the one of its own type only.
     if (ident.type === 'service_tool') {
       tool.service = {
         category: stable.pick(['knowledge', 'utility', 'messaging', 'analysis']),
@@ -340,6 +336,8 @@ export class SimCatalog {
         },
       };
     }
+    tool.created_at = created;
+    tool.updated_at = updated;
     return tool;
   }
 
@@ -350,7 +348,8 @@ export class SimCatalog {
       { name: 'X-Request-Source', value: 'support-agent' },
     ];
     const authKind = stable.pick(['bearer', 'basic', 'api_key', 'oauth2', 'none', 'header']);
-    let auth: Json | null;
+    // `auth` is an object in the spec; a tool without authentication says so with type "none".
+    let auth: Json;
     switch (authKind) {
       case 'bearer':
         auth = { type: 'bearer', token: secret() };
@@ -371,12 +370,12 @@ export class SimCatalog {
         };
         break;
       case 'header':
-        auth = null;
+        auth = { type: 'none' };
         headers.push({ name: 'Authorization', value: `Bearer ${secret()}` });
         headers.push({ name: 'X-Api-Key', value: secret() });
         break;
       default:
-        auth = stable.chance(0.5) ? null : { type: 'none' };
+        auth = stable.chance(0.5) ? { type: 'none' } : {};
     }
     if (stable.chance(0.3)) headers.push({ name: 'Cookie', value: `session=${rng.hex(20)}` });
     return {

@@ -62,7 +62,10 @@ export interface RunPlan {
   visibleAt: Micros;
   ticketNo: number;
   ticketId: string;
-  agent: CatalogEntity | null;
+  /** The run's agent; a run detail always names one. */
+  agent: CatalogEntity;
+  /** The list shows no agent for this run (the summary's agent is null). */
+  agentHidden: boolean;
   categoryIdx: number | null;
   source: string;
   metadata: Record<string, string>;
@@ -174,10 +177,12 @@ export class RunUniverse {
     return i;
   }
 
-  plan(i: number): RunPlan {
+  /** Run i's plan; `cache: false` for scans over many runs, which would only churn the cache. */
+  plan(i: number, cache = true): RunPlan {
     const cached = this.planCache.get(i);
     if (cached) return cached;
     const p = this.makePlan(i);
+    if (!cache) return p;
     if (this.planCache.size > 50_000) this.planCache.clear();
     this.planCache.set(i, p);
     return p;
@@ -188,8 +193,12 @@ export class RunUniverse {
     const rng = rngFor(seed, 'run', i);
     const createdAt = this.createdAt(i);
     const ticketNo = this.ticketNoOf(i);
-    const agents = this.catalog.agentsAliveAt(createdAt);
-    const agent = rng.chance(0.01) || agents.length === 0 ? null : (rng.pick(agents) as CatalogEntity);
+    const alive = this.catalog.agentsAliveAt(createdAt);
+    const agents = alive.length > 0 ? alive : this.catalog.entities.agent;
+    // A detail's agent is an object (the spec gives it no null), so a run the list shows without an
+    // agent still has one; its own generator keeps the other runs' draws unchanged.
+    const agentHidden = rng.chance(0.01) || alive.length === 0;
+    const agent = (agentHidden ? rngFor(seed, 'run-agent', i).pick(agents) : rng.pick(agents)) as CatalogEntity;
     const categoryIdx = rng.chance(0.06) ? null : rng.int(0, this.catalog.categories.length - 1);
     const metadata: Record<string, string> = {
       plan: rng.weighted([['free', 5], ['pro', 3], ['enterprise', 1]]),
@@ -218,6 +227,7 @@ export class RunUniverse {
       ticketNo,
       ticketId: this.ticketIdOf(ticketNo),
       agent,
+      agentHidden,
       categoryIdx,
       source: rng.pick(SOURCES),
       metadata,
@@ -370,18 +380,29 @@ export class RunUniverse {
     return title(rngFor(this.opts.seed, 'ticket-title', plan.ticketNo));
   }
 
-  agentSnapshot(plan: RunPlan): { id: string; name: string; description: string } | null {
-    if (!plan.agent) return null;
+  agentSnapshot(plan: RunPlan): { id: string; name: string; description: string } {
     const state = this.catalog.stateAt(plan.agent, plan.createdAt) ?? { entity: plan.agent, version: 0, updatedAt: plan.createdAt };
     const rendered = this.catalog.render(state);
     return { id: plan.agent.id, name: rendered.name as string, description: rendered.description as string };
   }
 
-  summary(plan: RunPlan, v: RunVersion): Json {
+  /** The agent as the runs list shows it: null, or with a null id or name, now and then. */
+  listedAgent(plan: RunPlan): { id: string | null; name: string | null } | null {
+    if (plan.agentHidden) return null;
     const rng = rngFor(this.opts.seed, 'run-summary', plan.index);
     const agent = this.agentSnapshot(plan);
+    const nameNull = rng.chance(0.02);
+    const idNull = rngFor(this.opts.seed, 'run-agent-id', plan.index).chance(0.01);
+    return { id: idNull ? null : agent.id, name: nameNull ? null : agent.name };
+  }
+
+  summary(plan: RunPlan, v: RunVersion): Json {
+    const rng = rngFor(this.opts.seed, 'run-summary', plan.index);
+    if (!plan.agentHidden) rng.next(); // the draw listedAgent made for the name
     const category = plan.categoryIdx === null ? null : this.catalog.categories[plan.categoryIdx] ?? null;
     const messaging = plan.ticketId.startsWith('conv_');
+    const categoryIdNull = category !== null && rng.chance(0.05);
+    const categoryNameNull = rngFor(this.opts.seed, 'run-category-name', plan.index).chance(0.03);
     return {
       id: plan.id,
       object: 'run',
@@ -395,8 +416,8 @@ export class RunUniverse {
         title: this.ticketTitle(plan),
         url: messaging ? null : `https://support.example.com/tickets/${encodeURIComponent(plan.ticketId)}`,
       },
-      agent: agent ? { id: agent.id, name: rng.chance(0.02) ? null : agent.name } : null,
-      category: category ? { id: rng.chance(0.05) ? null : category.id, name: category.name } : null,
+      agent: this.listedAgent(plan),
+      category: category ? { id: categoryIdNull ? null : category.id, name: categoryNameNull ? null : category.name } : null,
       resolution: v.resolution,
       trigger: this.trigger(plan, false),
       approval: {
@@ -437,14 +458,21 @@ export class RunUniverse {
     const tool = this.toolPool[skel.tool ?? 0] as PoolTool;
     const rng = rngFor(this.opts.seed, 'pending', plan.index);
     const redacted = rng.chance(0.3);
+    let params: unknown = redacted
+      ? { customer_email: '[REDACTED]', amount: rng.int(1, 500) }
+      : { order_id: `ord_${rng.hex(8)}`, amount: rng.int(1, 500) };
+    // Every member the spec makes nullable is null now and then; params are sometimes cut short.
+    const n = rngFor(this.opts.seed, 'pending-nulls', plan.index);
+    const truncated = n.chance(0.1);
+    if (truncated) params = { partial: `${JSON.stringify(params).slice(0, 24)}…` };
     return {
-      step_id: this.stepId(plan, step),
-      tool_id: tool.id,
-      tool_name: tool.name,
-      tool_type: tool.type,
-      params: redacted ? { customer_email: '[REDACTED]', amount: rng.int(1, 500) } : { order_id: `ord_${rng.hex(8)}`, amount: rng.int(1, 500) },
+      step_id: n.chance(0.03) ? null : this.stepId(plan, step),
+      tool_id: n.chance(0.1) ? null : tool.id,
+      tool_name: n.chance(0.03) ? null : tool.name,
+      tool_type: n.chance(0.05) ? null : tool.type,
+      params: n.chance(0.08) ? null : params,
       redacted,
-      truncated: false,
+      truncated,
     };
   }
 
@@ -537,6 +565,7 @@ export class RunUniverse {
     };
     if (skel.type !== 'tool_call' || skel.tool === null) {
       base.status = r.chance(0.05) ? 'skipped' : 'completed';
+      base.tool = this.nonCallTool(r, skel.type);
       return base;
     }
     const tool = this.toolPool[skel.tool] as PoolTool;
@@ -563,9 +592,29 @@ export class RunUniverse {
       output: failed ? null : output,
       redacted,
       truncated,
-      error: failed ? r.pick(['timeout after 30s', 'HTTP 502 from upstream', 'invalid parameter: «id»', 'rate limited by Shopify']) : null,
+      error: failed ? r.pick(['timeout after 30s', 'HTTP 502 from upstream', 'invalid parameter: «id»', 'rate limited by Shopify']) : '',
     };
     return base;
+  }
+
+  /**
+   * The spec gives every step a `tool` object, tool call or not. Most other steps carry an empty
+   * one; knowledge searches name the search tool they used, so a client that counts tool calls by
+   * `tool.name` rather than by step `type` counts too many.
+   */
+  private nonCallTool(r: Rng, type: string): Json {
+    if (type === 'knowledge_search') {
+      return {
+        name: 'knowledge_search',
+        type: 'service_tool',
+        input: { query: sentence(r, 2, 6) },
+        output: { hits: r.int(0, 8) },
+        redacted: false,
+        truncated: false,
+        error: '',
+      };
+    }
+    return { name: '', type: '', input: null, output: null, redacted: false, truncated: false, error: '' };
   }
 }
 

@@ -3,6 +3,7 @@ import { DEFAULT_CATALOG_SIZES, SimCatalog, type CatalogKind, type CatalogSizes,
 import type { SimClock } from './sim-clock.ts';
 import type { GuardrailFilter, RunFilter, ToolFilter } from './sim-query.ts';
 import { DEFAULT_RUN_OPTIONS, isOpenSummary, RunUniverse, type RunPlan, type RunUniverseOptions, type RunVersion } from './sim-runs.ts';
+import { ToolOptionCounter } from './sim-tool-options.ts';
 
 // The simulator's data: what the API would answer at the clock's current time. Handlers ask it;
 // tests and benches read it as ground truth.
@@ -30,7 +31,7 @@ export interface Page<T, P> {
 export class SimWorld {
   readonly catalog: SimCatalog;
   readonly runs: RunUniverse;
-  private toolOptionsCache: { at: Micros; value: Json[] } | null = null;
+  private readonly toolOptionCounter: ToolOptionCounter;
 
   constructor(
     readonly options: WorldOptions,
@@ -52,6 +53,7 @@ export class SimWorld {
       },
       this.catalog,
     );
+    this.toolOptionCounter = new ToolOptionCounter(this.runs);
   }
 
   now(): Micros {
@@ -102,7 +104,11 @@ export class SimWorld {
   private matches(plan: RunPlan, v: RunVersion, f: RunFilter): boolean {
     if (f.status && (v.status === null || !f.status.includes(v.status))) return false;
     if (f.resolutionType && (!v.resolution || !f.resolutionType.includes(v.resolution.type))) return false;
-    if (f.agentId && (!plan.agent || !f.agentId.some((a) => a.toLowerCase() === plan.agent?.id))) return false;
+    // agent_id and search see the agent as the list shows it: a run listed without one matches neither.
+    if (f.agentId) {
+      const id = this.runs.listedAgent(plan)?.id;
+      if (!id || !f.agentId.some((a) => a.toLowerCase() === id)) return false;
+    }
     if (f.source && !f.source.includes(plan.source)) return false;
     if (f.ticketId && !f.ticketId.includes(plan.ticketId)) return false;
     const d = v.duration;
@@ -119,7 +125,7 @@ export class SimWorld {
     }
     if (f.search !== null) {
       const needle = f.search.toLowerCase();
-      const agentName = this.runs.agentSnapshot(plan)?.name ?? '';
+      const agentName = this.runs.listedAgent(plan)?.name ?? '';
       const hay = [this.runs.ticketTitle(plan), plan.ticketId, agentName];
       if (!hay.some((h) => h.toLowerCase().includes(needle))) return false;
     }
@@ -201,20 +207,13 @@ export class SimWorld {
     return obj;
   }
 
-  /** Recorded tool names with their labels and how many runs used them; cached per clock time. */
+  /** Recorded tool names of tool-call steps, with their labels and how many visible runs used them. */
   toolOptions(): Json[] {
-    const now = this.now();
-    if (this.toolOptionsCache?.at === now) return this.toolOptionsCache.value;
-    const counts = new Map<string, number>();
-    for (const { plan, version } of this.visibleRuns()) {
-      for (const name of this.runs.toolNamesAt(plan, version)) counts.set(name, (counts.get(name) ?? 0) + 1);
-    }
-    const value = this.runs.toolPool
+    const counts = this.toolOptionCounter.countsAt(this.now());
+    return this.runs.toolPool
       .filter((t) => counts.has(t.name))
       .map((t) => ({ tool_name: t.name, display_name: t.label, run_count: counts.get(t.name) ?? 0 }))
       .sort((a, b) => b.run_count - a.run_count || (a.tool_name < b.tool_name ? -1 : 1));
-    this.toolOptionsCache = { at: now, value };
-    return value;
   }
 
   /** Ground truth: every run visible now, oldest first. */

@@ -152,6 +152,33 @@ describe('a moving clock', () => {
   });
 });
 
+describe('tool options on a moving clock', () => {
+  it('keep counting exactly the runs whose tool-call steps used each name', async () => {
+    const sim = await startSimulator({
+      seed: 33,
+      size: 500,
+      now: NOW,
+      rateLimit: { perKey: null },
+      runs: { lateFraction: 0.2, postSettleFraction: 0.3 },
+    });
+    try {
+      for (const step of [0, '7h', '45m', '2d', '9d', '3d'] as const) {
+        sim.advance(step);
+        const options = (await get(sim, '/api/v1/runs/tool-options')).body.data as { tool_name: string; run_count: number }[];
+        const want = new Map<string, number>();
+        for (const run of sim.world.truthRunDetails()) {
+          for (const n of new Set((run.steps as any[]).filter((s) => s.type === 'tool_call').map((s) => s.tool.name as string))) {
+            want.set(n, (want.get(n) ?? 0) + 1);
+          }
+        }
+        expect(new Map(options.map((o) => [o.tool_name, o.run_count])), `after ${step}`).toEqual(want);
+      }
+    } finally {
+      await sim.close();
+    }
+  });
+});
+
 describe('late arrivals', () => {
   it('some runs appear only after the clock has passed their created_at', async () => {
     const sim = await startSimulator({ seed: 32, size: 3000, now: NOW, rateLimit: { perKey: null }, runs: { lateFraction: 0.2 } });

@@ -18,6 +18,44 @@ function expectValid(file: string, data: unknown): void {
   expect(validate(file, data), `${file}: ${JSON.stringify(data).slice(0, 300)}`).toEqual([]);
 }
 
+// The JSON Schemas are the client's and accept a null in a few places the spec types as plain
+// objects or strings, so a client survives a looser server. The simulator itself keeps to the spec.
+const TOOL_SUB = { service_tool: 'service', app_tool: 'app', custom_tool: 'custom', mcp_tool: 'mcp' } as const;
+const STEP_TOOL_KEYS = ['error', 'input', 'name', 'output', 'redacted', 'truncated', 'type'];
+
+function strictRunDetail(run: any): string[] {
+  const out: string[] = [];
+  const a = run.agent;
+  if (a === null || typeof a !== 'object' || typeof a.id !== 'string' || typeof a.name !== 'string' || typeof a.description !== 'string') {
+    out.push(`${run.id}: detail agent must be an object of strings, got ${JSON.stringify(a)}`);
+  }
+  for (const s of run.steps) {
+    const t = s.tool;
+    if (t === null || typeof t !== 'object') {
+      out.push(`${run.id} step ${s.order}: tool must be an object, got ${JSON.stringify(t)}`);
+      continue;
+    }
+    if (Object.keys(t).sort().join() !== STEP_TOOL_KEYS.join()) out.push(`${run.id} step ${s.order}: tool members ${Object.keys(t)}`);
+    for (const k of ['name', 'type', 'error']) if (typeof t[k] !== 'string') out.push(`${run.id} step ${s.order}: tool.${k} must be a string`);
+  }
+  return out;
+}
+
+function strictTool(tool: any): string[] {
+  const out: string[] = [];
+  const own = TOOL_SUB[tool.type as keyof typeof TOOL_SUB];
+  for (const sub of Object.values(TOOL_SUB)) {
+    if (!(sub in tool)) continue;
+    if (tool[sub] === null || typeof tool[sub] !== 'object') out.push(`${tool.id}: ${sub} must be an object when present`);
+    if (sub !== own) out.push(`${tool.id}: a ${tool.type} carries ${sub}`);
+  }
+  if (!tool[own]) out.push(`${tool.id}: ${own} is missing`);
+  if (tool.type === 'custom_tool' && (tool.custom?.auth === null || typeof tool.custom?.auth !== 'object')) {
+    out.push(`${tool.id}: custom.auth must be an object`);
+  }
+  return out;
+}
+
 describe('runs', () => {
   it('lists summaries in the list envelope, without conversation or steps', async () => {
     const r = await get(sim, '/api/v1/runs');
@@ -37,16 +75,19 @@ describe('runs', () => {
   it('serves a valid detail for every run, agreeing with its summary', async () => {
     const summaries = await pageAll(sim, '/api/v1/runs', { limit: 100 });
     expect(summaries.length).toBeGreaterThan(1400);
+    const violations: string[] = [];
     for (const s of summaries) {
       expectValid('run-summary.json', s);
       const d = await get(sim, `/api/v1/runs/${s.id}`);
       expect(d.status).toBe(200);
       expectValid('detail-envelope.json', d.body);
       expectValid('run-detail.json', d.body.data);
+      violations.push(...strictRunDetail(d.body.data));
       for (const k of ['id', 'created_at', 'updated_at', 'status', 'source', 'duration_seconds', 'ticket', 'category', 'resolution', 'approval', 'scheduled_resume_at']) {
         expect(d.body.data[k]).toEqual(s[k]);
       }
     }
+    expect(violations).toEqual([]);
   });
 
   it('accepts an upper-case run id and answers not_found for ids it does not know', async () => {
@@ -99,6 +140,7 @@ describe('catalog', () => {
       expect(all.length).toBeGreaterThan(5);
       for (const item of all) {
         expectValid(schema, item);
+        if (object === 'tool') expect(strictTool(item)).toEqual([]);
         expect(item.object).toBe(object);
         const d = await get(sim, `/api/v1/${path}/${encodeURIComponent(item.id)}`);
         expect(d.status, item.id).toBe(200);
@@ -162,11 +204,13 @@ describe('data realism', () => {
     let errors = 0;
     let messages = 0;
     let evaluations = 0;
+    let namedNonCalls = 0;
     for (const d of sim.world.truthRunDetails()) {
       steps += (d.steps as unknown[]).length;
       messages += (d.conversation as unknown[]).length;
       evaluations += (d.evaluation_attributes as unknown[]).length;
       for (const s of d.steps as any[]) {
+        if (s.type !== 'tool_call' && s.tool.name !== '') namedNonCalls++;
         if (s.type !== 'tool_call') continue;
         toolCalls++;
         if (s.tool.redacted) redacted++;
@@ -181,6 +225,8 @@ describe('data realism', () => {
     expect(errors).toBeGreaterThan(0);
     expect(messages).toBeGreaterThan(0);
     expect(evaluations).toBeGreaterThan(0);
+    // Steps that are not tool calls but name a tool: tool options and the tool_name filter skip them.
+    expect(namedNonCalls).toBeGreaterThan(0);
   });
 
   it('uses null wherever the spec allows it, omits optional trigger members, and writes unicode', async () => {
@@ -189,8 +235,10 @@ describe('data realism', () => {
     expect(seen((r) => r.status === null)).toBe(true);
     expect(seen((r) => r.agent === null)).toBe(true);
     expect(seen((r) => r.agent !== null && r.agent.name === null)).toBe(true);
+    expect(seen((r) => r.agent !== null && r.agent.id === null)).toBe(true);
     expect(seen((r) => r.category === null)).toBe(true);
     expect(seen((r) => r.category !== null && r.category.id === null)).toBe(true);
+    expect(seen((r) => r.category !== null && r.category.name === null)).toBe(true);
     expect(seen((r) => r.resolution === null)).toBe(true);
     expect(seen((r) => r.ticket.url === null)).toBe(true);
     expect(seen((r) => r.scheduled_resume_at !== null)).toBe(true);
@@ -204,6 +252,23 @@ describe('data realism', () => {
     expect(text).toMatch(/[\u0400-\u04ff]/); // Cyrillic
     expect(/\p{Extended_Pictographic}/u.test(text)).toBe(true);
     expect(seen((r) => /[/'"%]/.test(r.ticket.id))).toBe(true);
+  });
+
+  it('pending approvals: every nullable member null now and then, params redacted or cut short', async () => {
+    const big = await startSimulator({ seed: 11, size: 40_000, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: null } });
+    try {
+      const paused = await pageAll(big, '/api/v1/runs', { status: 'paused', created_after: '2026-02-22T00:00:00Z', limit: 100 });
+      const pending = paused.map((r) => r.approval.pending).filter(Boolean);
+      expect(pending.length).toBeGreaterThan(50);
+      for (const m of ['step_id', 'tool_id', 'tool_name', 'tool_type', 'params']) {
+        expect(pending.some((p) => p[m] === null), `${m} null`).toBe(true);
+        expect(pending.some((p) => p[m] !== null), `${m} set`).toBe(true);
+      }
+      expect(pending.some((p) => p.redacted)).toBe(true);
+      expect(pending.some((p) => p.truncated)).toBe(true);
+    } finally {
+      await big.close();
+    }
   });
 
   it('keeps microseconds in timestamps and ties some created_at values exactly', async () => {

@@ -82,7 +82,7 @@ describe('runs filters', () => {
 
   it('search looks in ticket title, ticket id and agent name, ignoring case', async () => {
     const hit = (needle: string) => (t: (typeof truth)[number]) =>
-      [t.summary.ticket.title, t.summary.ticket.id, t.detail.agent?.name ?? ''].some((h: string) => h.toLowerCase().includes(needle.toLowerCase()));
+      [t.summary.ticket.title, t.summary.ticket.id, t.summary.agent?.name ?? ''].some((h: string) => h.toLowerCase().includes(needle.toLowerCase()));
     await expectFilter({ search: 'REFUND' }, hit('REFUND'));
     await expectFilter({ search: 'conv_' }, hit('conv_'));
     await expectFilter({ search: 'サポート' }, hit('サポート'));
