@@ -3,8 +3,17 @@ import type { Bench, BenchRow } from './bench-types.ts';
 
 // The simulator must serve a million runs without a million objects in memory: heap after paging
 // 20,000 summaries and fetching 2,000 details, at 10,000 and at 1,000,000 runs, side by side.
+// Tool options count every run: the first request reads them all, later ones only what changed.
 
-async function measure(size: number): Promise<{ heapMb: number; summariesPerS: number; detailsPerS: number }> {
+interface Measured {
+  heapMb: number;
+  summariesPerS: number;
+  detailsPerS: number;
+  toolOptionsFirstMs: number;
+  toolOptionsNextMs: number;
+}
+
+async function measure(size: number): Promise<Measured> {
   const sim = await startSimulator({ seed: 1, size, days: 365, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: null } });
   const headers = { authorization: `Bearer ${sim.key}` };
   try {
@@ -22,11 +31,18 @@ async function measure(size: number): Promise<{ heapMb: number; summariesPerS: n
     const sample = ids.filter((_, i) => i % Math.max(1, Math.floor(ids.length / 2000)) === 0).slice(0, 2000);
     for (const id of sample) await (await fetch(`${sim.url}/api/v1/runs/${id}`, { headers })).arrayBuffer();
     const t2 = performance.now();
+    await (await fetch(`${sim.url}/api/v1/runs/tool-options`, { headers })).arrayBuffer();
+    const t3 = performance.now();
+    sim.advance('1h');
+    await (await fetch(`${sim.url}/api/v1/runs/tool-options`, { headers })).arrayBuffer();
+    const t4 = performance.now();
     global.gc?.();
     return {
       heapMb: process.memoryUsage().heapUsed / 2 ** 20,
       summariesPerS: ids.length / ((t1 - t0) / 1000),
       detailsPerS: sample.length / ((t2 - t1) / 1000),
+      toolOptionsFirstMs: t3 - t2,
+      toolOptionsNextMs: t4 - t3,
     };
   } finally {
     await sim.close();
@@ -42,6 +58,8 @@ const bench: Bench = async ({ log }) => {
       { bench: 'simulator', metric: `heap after serving, ${size} runs`, value: m.heapMb, unit: 'MB', goal: 'flat in size' },
       { bench: 'simulator', metric: `summaries served/s, ${size} runs`, value: m.summariesPerS, unit: '/s' },
       { bench: 'simulator', metric: `details served/s, ${size} runs`, value: m.detailsPerS, unit: '/s' },
+      { bench: 'simulator', metric: `tool-options, first request, ${size} runs`, value: m.toolOptionsFirstMs, unit: 'ms' },
+      { bench: 'simulator', metric: `tool-options, 1h later, ${size} runs`, value: m.toolOptionsNextMs, unit: 'ms' },
     );
   }
   return rows;

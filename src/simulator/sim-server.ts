@@ -95,7 +95,8 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const ctx: ServerContext = { world, keys, faults, rateLimiter, counters, handlers, admin: options.admin ?? true };
   const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
     serve(ctx, req, res).catch((err: unknown) => {
-      if (!res.headersSent) sendJson(res, 500, errorBody('internal_error', String(err), 'req_crash'));
+      const reqId = String(res.getHeader('X-Request-Id') ?? requestId());
+      if (!res.headersSent) sendJson(res, 500, errorBody('internal_error', String(err), reqId));
       else res.destroy();
     });
   });
