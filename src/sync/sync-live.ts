@@ -1,7 +1,8 @@
 import { MICROS_PER_DAY, type Micros } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
-import { newWalk, readWalk, walkRuns, type WalkHooks } from './sync-walk.ts';
+import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
+import { newWalk, readWalk, STORED_MAP_LIMIT, walkRuns, type WalkHooks } from './sync-walk.ts';
 import { runsWindow, type Window } from './sync-window.ts';
 import type { RunCounts, SyncDeps } from './sync-types.ts';
 
@@ -15,6 +16,17 @@ export const RECONCILE_KEY = 'runs.reconcile';
 export const WATERMARK_KEY = 'runs.watermark';
 /** The first pass's lower bound when RUNSYNC_START_DATE is not set. */
 export const DEFAULT_HISTORY: Micros = 30 * MICROS_PER_DAY;
+
+/**
+ * Slice length for a window: the whole window when the runs stored in it fit in memory for change
+ * detection (one list walk, the fewest requests), else a day. Checkpoints are per page either way.
+ */
+async function sliceFor(deps: SyncDeps, window: Window): Promise<Micros> {
+  const [r] = await deps.gate.use((wh) =>
+    wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')}`, [BigInt(window.from), BigInt(window.to)]),
+  );
+  return Number(r?.n ?? 0) <= STORED_MAP_LIMIT ? Math.max(window.to - window.from, 1) : Math.min(deps.settings.sliceMicros, window.to - window.from);
+}
 
 export async function readWatermark(deps: SyncDeps): Promise<Micros | null> {
   return (await deps.gate.use((wh) => getState<number>(wh, WATERMARK_KEY))) ?? null;
@@ -45,7 +57,7 @@ export async function syncLiveWindow(deps: SyncDeps, counts: RunCounts, onProgre
     settle: deps.settings.settle,
   });
   if (window.from >= window.to) return window;
-  const walk = newWalk({ from: window.from, to: window.to, sliceMicros: deps.settings.sliceMicros, filter: {}, force: false }, passStart);
+  const walk = newWalk({ from: window.from, to: window.to, sliceMicros: await sliceFor(deps, window), filter: {}, force: false }, passStart);
   await walkRuns(deps, LIVE_KEY, walk, hooks, counts);
   return window;
 }
@@ -65,6 +77,6 @@ export async function reconcileHorizon(deps: SyncDeps, before: Micros, counts: R
   const now = deps.now();
   const window = { from: now - deps.settings.openRunHorizon, to: before };
   if (window.from >= window.to) return window;
-  await walkRuns(deps, RECONCILE_KEY, newWalk({ ...window, sliceMicros: deps.settings.sliceMicros, filter: {}, force: false }, now), hooks, counts);
+  await walkRuns(deps, RECONCILE_KEY, newWalk({ ...window, sliceMicros: await sliceFor(deps, window), filter: {}, force: false }, now), hooks, counts);
   return window;
 }

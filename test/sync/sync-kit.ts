@@ -111,3 +111,34 @@ export async function diffWithTruth(sim: Simulator, dir: string, before: Micros)
   for (const id of have.keys()) if (!want.has(id)) out.push(`extra ${id}`);
   return out;
 }
+
+const CATALOG: [kind: 'tool' | 'agent' | 'guideline' | 'guardrail' | 'runbook', table: string][] = [
+  ['tool', 'tools'],
+  ['agent', 'agents'],
+  ['guideline', 'guidelines'],
+  ['guardrail', 'guardrails'],
+  ['runbook', 'runbooks'],
+];
+
+/** Catalog differences: ids and updated_at of every live table, and every vanished object marked deleted. */
+export async function diffCatalog(sim: Simulator, dir: string): Promise<string[]> {
+  const wh = await openWarehouse(dir, { readOnly: true });
+  const out: string[] = [];
+  try {
+    for (const [kind, table] of CATALOG) {
+      const want = new Map(sim.world.catalogObjects(kind).map((o) => [o.id as string, parseTimestamp(o.updated_at as string)]));
+      const rows = await wh.all<{ id: string; u: bigint }>(`SELECT id, epoch_us(updated_at) AS u FROM ${table}`);
+      const have = new Map(rows.map((r) => [r.id, Number(r.u)]));
+      for (const [id, u] of want) if (have.get(id) !== u) out.push(`${table} ${id}: have ${have.get(id)} want ${u}`);
+      for (const id of have.keys()) if (!want.has(id)) out.push(`${table} ${id}: still live, gone upstream`);
+      const deleted = await wh.all<{ id: string }>(`SELECT id FROM ${table}_history WHERE valid_to IS NULL AND is_deleted`);
+      for (const { id } of deleted) if (want.has(id)) out.push(`${table}_history ${id}: marked deleted, live upstream`);
+      const everSeen = await wh.all<{ id: string }>(`SELECT DISTINCT id FROM ${table}_history`);
+      const deletedSet = new Set(deleted.map((d) => d.id));
+      for (const { id } of everSeen) if (!want.has(id) && !deletedSet.has(id)) out.push(`${table}_history ${id}: gone upstream, not marked deleted`);
+    }
+  } finally {
+    await wh.close();
+  }
+  return out;
+}
