@@ -1,4 +1,4 @@
-import type { BudgetPolicy, BudgetState, RateObservation } from './budget-types.ts';
+import type { BudgetPolicy, BudgetState, EndpointBucket, RateObservation } from './budget-types.ts';
 
 // The budget's decisions as pure functions of the stored state, so any store can apply them
 // atomically (in memory now; in Redis by a transaction that re-runs them on conflict).
@@ -12,6 +12,11 @@ import type { BudgetPolicy, BudgetState, RateObservation } from './budget-types.
 //   length on), no more than `remaining - reserve` requests start. It catches other users of the
 //   key (their use lowers `remaining`) and a window length guessed too short.
 // A 429 pauses everything until its Retry-After.
+//
+// X-RateLimit-Limit names the active bucket, the one with the least room, which may be the key's or
+// an endpoint's own. A limit below the key's, reported on one endpoint, is taken for that endpoint's
+// bucket: the endpoint is paced to it on its own, and the key's figures are left as they were, so
+// the budget does not swing between the two every time the other endpoint answers.
 
 /** Two resets closer than this are taken for the same window (reset has one-second resolution). */
 const SAME_WINDOW_MS = 1000;
@@ -26,6 +31,7 @@ export function initialBudgetState(): BudgetState {
     grantedInWindow: 0,
     pausedUntilMs: 0,
     nextSlotMs: 0,
+    endpoints: {},
   };
 }
 
@@ -87,10 +93,48 @@ export function takeSlot(s: BudgetState, nowMs: number, policy: BudgetPolicy): {
 }
 
 /**
+ * When a request to an endpoint with a bucket of its own may start, by that bucket's pacing alone
+ * (the key's budget is asked next); null for an endpoint without one.
+ */
+export function takeEndpointSlot(
+  s: BudgetState,
+  endpoint: string,
+  nowMs: number,
+  policy: BudgetPolicy,
+): { state: BudgetState; result: number | null } {
+  const own = s.endpoints[endpoint];
+  if (own === undefined) return { state: s, result: null };
+  const at = Math.max(nowMs, own.nextSlotMs, s.pausedUntilMs);
+  const interval = own.windowMs / (own.limit * (1 - policy.reserve));
+  return { state: { ...s, endpoints: { ...s.endpoints, [endpoint]: { ...own, nextSlotMs: at + interval } } }, result: at };
+}
+
+/** Whether an observation on `endpoint` reports that endpoint's own bucket rather than the key's. */
+function ownBucket(s: BudgetState, endpoint: string | undefined, limit: number | null): endpoint is string {
+  if (endpoint === undefined || limit === null) return false;
+  const own = s.endpoints[endpoint];
+  return (own !== undefined && limit <= own.limit) || (s.limit !== null && limit < s.limit);
+}
+
+function learnEndpoint(s: BudgetState, endpoint: string, obs: RateObservation & { limit: number }): BudgetState {
+  const own = s.endpoints[endpoint];
+  const toReset = obs.resetAtMs === null ? 0 : obs.resetAtMs - obs.atMs;
+  const seen = toReset > 0 ? Math.ceil(toReset / 1000) * 1000 : 1000;
+  const bucket: EndpointBucket = {
+    limit: obs.limit,
+    windowMs: Math.max(own?.windowMs ?? 0, seen),
+    nextSlotMs: own?.nextSlotMs ?? 0,
+  };
+  return { ...s, endpoints: { ...s.endpoints, [endpoint]: bucket } };
+}
+
+/**
  * Learns from one response's headers. `limited` is true for a 429, whose reset may be a penalty
  * rather than a window's end, so it only hints at the window length until a success tells better.
+ * `endpoint` is the endpoint that answered, so a bucket of its own can be told from the key's.
  */
-export function learn(s: BudgetState, obs: RateObservation, limited: boolean): BudgetState {
+export function learn(s: BudgetState, obs: RateObservation, limited: boolean, endpoint?: string): BudgetState {
+  if (ownBucket(s, endpoint, obs.limit)) return learnEndpoint(s, endpoint, obs as RateObservation & { limit: number });
   const newBucket = obs.limit !== null && s.limit !== null && obs.limit !== s.limit;
   const next: BudgetState = newBucket
     ? { ...s, limit: obs.limit, windowMs: null, windowHintMs: null, resetAtMs: null, remaining: null, grantedInWindow: 0 }

@@ -3,7 +3,7 @@ import { silentLogger } from '../util/logger.ts';
 import { systemClock } from './budget-clock.ts';
 import { readRateHeaders } from './budget-headers.ts';
 import { MemoryBudgetStore } from './budget-memory-store.ts';
-import { learn, pacedRate, pauseUntil, takeSlot } from './budget-policy.ts';
+import { learn, pacedRate, pauseUntil, takeEndpointSlot, takeSlot } from './budget-policy.ts';
 import type {
   BudgetClock,
   BudgetPolicy,
@@ -52,6 +52,12 @@ export class SharedRateBudget implements RateBudget {
   }
 
   async acquire(endpoint: string, signal?: AbortSignal): Promise<void> {
+    // An endpoint with a bucket of its own waits its turn there first, without holding a slot of
+    // the key's budget that other endpoints could use meanwhile.
+    if (signal?.aborted) throw signal.reason;
+    const asked = this.clock.now();
+    const own = await this.store.update((s) => takeEndpointSlot(s, endpoint, asked, this.policy));
+    if (own !== null && own > asked) await this.clock.sleep(own - asked, signal);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
       const now = this.clock.now();
@@ -76,10 +82,16 @@ export class SharedRateBudget implements RateBudget {
     const obs = readRateHeaders(headers, this.clock.now());
     if (!obs) return;
     const change = await this.store.update((s) => {
-      const state = learn(s, obs, status === 429);
-      return { state, result: state.limit !== s.limit ? pacedRate(state, this.policy) : undefined };
+      const state = learn(s, obs, status === 429, endpoint);
+      const own = state.endpoints[endpoint];
+      const ownChanged = own !== undefined && own.limit !== s.endpoints[endpoint]?.limit;
+      return {
+        state,
+        result: state.limit !== s.limit ? { rate: pacedRate(state, this.policy), own: false } : ownChanged ? { rate: null, own: true } : undefined,
+      };
     });
-    if (change !== undefined) this.logger.debug({ endpoint, limit: obs.limit, rate: change }, 'learned the rate limit');
+    if (change?.own) this.logger.debug({ endpoint, limit: obs.limit }, 'learned a rate limit of the endpoint\'s own');
+    else if (change) this.logger.debug({ endpoint, limit: obs.limit, rate: change.rate }, 'learned the rate limit');
   }
 
   async pause(retryAfterMs: number): Promise<void> {

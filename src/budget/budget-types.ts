@@ -35,6 +35,21 @@ export interface BudgetState {
   pausedUntilMs: number;
   /** Pacing: the earliest start of the next request. */
   nextSlotMs: number;
+  /**
+   * Endpoints found to have a bucket of their own, tighter than the key's (the spec limits per key,
+   * per organization and per endpoint). Each is paced on its own as well as under the key's budget,
+   * so one slow endpoint neither holds the others to its pace nor keeps meeting 429s.
+   */
+  endpoints: Readonly<Record<string, EndpointBucket>>;
+}
+
+export interface EndpointBucket {
+  /** The endpoint's own bucket size. */
+  limit: number;
+  /** Its window length, in whole seconds (the longest time-to-reset seen). */
+  windowMs: number;
+  /** The earliest start of this endpoint's next request. */
+  nextSlotMs: number;
 }
 
 /** Settings shared by every process using the key. */

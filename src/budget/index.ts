@@ -4,6 +4,7 @@ export type {
   BudgetSnapshot,
   BudgetState,
   BudgetStore,
+  EndpointBucket,
   HeaderMap,
   RateBudget,
   RateObservation,
@@ -13,4 +14,13 @@ export { MemoryBudgetStore } from './budget-memory-store.ts';
 export { systemClock } from './budget-clock.ts';
 export { readRateHeaders, retryAfterMs, resetToMs } from './budget-headers.ts';
 export type { Slot } from './budget-policy.ts';
-export { initialBudgetState, learn, pacedRate, pauseUntil, reserveCount, rollWindow, takeSlot } from './budget-policy.ts';
+export {
+  initialBudgetState,
+  learn,
+  pacedRate,
+  pauseUntil,
+  reserveCount,
+  rollWindow,
+  takeEndpointSlot,
+  takeSlot,
+} from './budget-policy.ts';

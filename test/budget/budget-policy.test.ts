@@ -6,6 +6,7 @@ import {
   pauseUntil,
   readRateHeaders,
   reserveCount,
+  takeEndpointSlot,
   takeSlot,
   type BudgetPolicy,
   type BudgetState,
@@ -127,5 +128,37 @@ describe('learning from headers', () => {
     const other = learn(s, { limit: 5, remaining: 4, resetAtMs: T0 + 1000, atMs: T0 + 10 }, false);
     expect(other).toMatchObject({ limit: 5, remaining: 4, windowMs: 1000 });
     expect(pacedRate(other, open)).toBeCloseTo(5);
+  });
+});
+
+describe('an endpoint with a bucket of its own', () => {
+  const key = observed(50, 50, 1000);
+  const tight = learn(key, { limit: 4, remaining: 0, resetAtMs: T0 + 600, atMs: T0 }, true, 'runs.get');
+
+  it('takes a limit below the key\'s, reported on one endpoint, for that endpoint alone', () => {
+    expect(tight).toMatchObject({ limit: 50, remaining: 50, windowMs: 1000, endpoints: { 'runs.get': { limit: 4, windowMs: 1000 } } });
+    expect(pacedRate(tight, open)).toBeCloseTo(50);
+  });
+
+  it('keeps both when the endpoints answer in turn, instead of swinging between them', () => {
+    let s = learn(tight, { limit: 50, remaining: 45, resetAtMs: T0 + 1000, atMs: T0 + 5 }, false, 'runs.list');
+    s = learn(s, { limit: 4, remaining: 2, resetAtMs: T0 + 1000, atMs: T0 + 6 }, false, 'runs.get');
+    s = learn(s, { limit: 50, remaining: 44, resetAtMs: T0 + 1000, atMs: T0 + 7 }, false, 'runs.list');
+    expect(s).toMatchObject({ limit: 50, remaining: 44, endpoints: { 'runs.get': { limit: 4 } } });
+  });
+
+  it('paces that endpoint to its own limit and leaves the others to the key\'s pace', () => {
+    const times: (number | null)[] = [];
+    let s = tight;
+    for (let i = 0; i < 3; i++) {
+      const r = takeEndpointSlot(s, 'runs.get', T0, open);
+      s = r.state;
+      times.push(r.result === null ? null : r.result - T0);
+    }
+    expect(times).toEqual([0, 250, 500]);
+    expect(takeEndpointSlot(s, 'runs.list', T0, open).result).toBeNull();
+    expect(takeEndpointSlot(pauseUntil(tight, T0 + 2000), 'runs.get', T0, open).result).toBe(T0 + 2000);
+    // The reserve applies to it as well: 4 a second less 20% is one request every 312.5 ms.
+    expect(takeEndpointSlot(takeEndpointSlot(tight, 'runs.get', T0, { ceilingPerSecond: null, reserve: 0.2 }).state, 'runs.get', T0, open).result).toBe(T0 + 312.5);
   });
 });

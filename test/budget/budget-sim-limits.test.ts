@@ -66,6 +66,26 @@ describe('limits learned from the simulator', () => {
     await t.client.close();
   });
 
+  it('keeps an endpoint\'s own limit apart from the key\'s while list pages and detail fetches take turns', async () => {
+    sim = await startSim({ size: 80, rateLimit: { perKey: { limit: 50, windowSeconds: 1 }, perEndpoint: { 'runs.get': { limit: 10, windowSeconds: 1 } } } });
+    const t = makeClient(sim.url, sim.key);
+    let fetched = 0;
+    // As a sync does it: a page of summaries (whose headers report the key's bucket), then its details.
+    for await (const page of t.client.runPages({}, { pageSize: 8 })) {
+      const results = await collect(t.client.fetchRunDetails(page.items.map((r) => r.id), { concurrency: 4 }));
+      fetched += results.filter((r) => r.ok).length;
+      if (fetched >= 32) break;
+    }
+    expect(fetched).toBe(32);
+    // Only the requests in flight when the endpoint's first 429 came back meet one.
+    const limited = sim.counters.log().filter((r) => r.status === 429);
+    expect(limited.length).toBeLessThanOrEqual(4);
+    expect(limited.every((r) => r.t - limited[0]!.t < 1000)).toBe(true);
+    expect(sim.counters.maxInAlignedWindow(1000, (r) => gets(r) && r.status === 200)).toBeLessThanOrEqual(10);
+    expect(await t.budget.snapshot()).toMatchObject({ limit: 50, endpoints: { 'runs.get': { limit: 10 } } });
+    await t.client.close();
+  });
+
   it('paces to an endpoint limit tighter than the key\'s, learned from its 429', async () => {
     sim = await startSim({ size: 40, rateLimit: { perKey: { limit: 50, windowSeconds: 1 }, perEndpoint: { 'runs.get': { limit: 4, windowSeconds: 1 } } } });
     const t = makeClient(sim.url, sim.key);
