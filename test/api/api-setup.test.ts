@@ -29,6 +29,22 @@ describe('createApiClient', () => {
     await client.close();
   });
 
+  it('paces to RUNSYNC_RATE_LIMIT less RUNSYNC_RATE_RESERVE', async () => {
+    const config = loadConfig({ RUNSYNC_API_URL: sim.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_RATE_LIMIT: '10', RUNSYNC_RATE_RESERVE: '20%' });
+    const client = createApiClient(config, { logger: configuredLogger(config) });
+    const ids = (await client.listRuns({}, { limit: 16 })).items.map((r) => r.id);
+    await new Promise((r) => setTimeout(r, 200));
+    sim.counters.reset();
+    const results = [];
+    for await (const r of client.fetchRunDetails(ids, { concurrency: 8 })) results.push(r);
+    expect(results.filter((r) => r.ok)).toHaveLength(16);
+    // 10 a second less a fifth: one request every 125 ms at most, however many are waiting.
+    const times = sim.counters.log().map((r) => r.t);
+    expect(times.at(-1)! - times[0]!).toBeGreaterThanOrEqual(15 * 125 - 30);
+    expect(sim.counters.maxInAlignedWindow(1000)).toBeLessThanOrEqual(9);
+    await client.close();
+  });
+
   it('needs the API settings', () => {
     const config = loadConfig({}, { needApi: false });
     expect(() => createApiClient(config, { logger: configuredLogger(config) })).toThrow(ConfigError);
