@@ -12,6 +12,7 @@ async function pass(ctx: CliContext, setExit: (code: number) => void, options: P
     try {
       const r = await runPass(engine.deps, options);
       for (const l of passLines(r)) ctx.out(l);
+      for (const e of r.errors) ctx.err(`runsync: ${e}`);
       setExit(r.status === 'ok' ? EXIT_OK : EXIT_FAILED);
     } catch (e) {
       if (!(e instanceof PassError)) throw e;
