@@ -5,9 +5,11 @@ import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
+// Resolved here, so the child finds tsx whatever its working directory.
+const TSX = import.meta.resolve('tsx');
 
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): ChildProcess {
-  return spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
     cwd,
     env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
