@@ -44,7 +44,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
       }
     }
   }
-  const reports = deps.reports.drain();
+  const reports = [...deps.reports.drain('runs.list'), ...deps.reports.drain('runs.get')];
   const fetchedAt = deps.now();
   const result = await deps.gate.use((wh) =>
     loadRunDetails(wh, details, {

@@ -1,4 +1,4 @@
-import { CATALOG_KINDS, PermissionError, type CatalogKind } from '../api/index.ts';
+import { CATALOG_KINDS, PermissionError, type CatalogKind, type InvalidRecordReport } from '../api/index.ts';
 import { loadCatalogListing } from '../warehouse/load-catalog.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
 import { maskToolSecrets } from '../warehouse/mask-secrets.ts';
@@ -30,8 +30,19 @@ export interface SnapshotResult {
   denied: { resource: string; scope: string | null; message: string }[];
 }
 
+interface Listed {
+  kind: CatalogKind;
+  listedAt: number;
+  objects: unknown[];
+  pages: number;
+  refused: InvalidRecordReport[];
+}
+
 export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
   const result: SnapshotResult = { tables: {}, denied: [] };
+  // Everything is read first, then loaded in one turn at the warehouse: the listings are small,
+  // and each turn (an open and a close of the file) costs more than their requests.
+  const listed: Listed[] = [];
   for (const kind of CATALOG_KINDS) {
     const listedAt = deps.now();
     const objects: unknown[] = [];
@@ -43,55 +54,63 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
       }
     } catch (e) {
       if (!(e instanceof PermissionError)) throw e;
-      result.denied.push({ resource: kind, scope: e.scope, message: e.message });
-      deps.logger.error({ resource: kind, scope: e.scope }, `the API key may not read ${kind}${e.scope ? ` (it lacks the scope ${e.scope})` : ''}; the other resources still sync`);
+      deny(deps, result, kind, e);
       continue;
     }
     // Records the client refused were still listed: they keep their objects from being taken for
     // deleted, and are kept whole in _sync_rejected.
-    const refused = deps.reports.drain();
-    const r = await deps.gate.use((wh) =>
-      loadCatalogListing(wh, kind, objects, {
-        complete: refused.every((x) => x.recordId !== null),
-        listedAt,
-        presentIds: new Set(refused.flatMap((x) => (x.recordId === null ? [] : [x.recordId]))),
-        bookkeeping: (tx) => keepRefused(tx, refused, listedAt, wh.maskSecrets),
-      }),
-    );
-    result.tables[kind] = {
-      pages,
-      received: objects.length + refused.length,
-      added: r.added + r.reappeared,
-      changed: r.changed + r.touched,
-      deleted: r.deleted,
-      unchanged: r.unchanged,
-      rejected: r.rejected.length + refused.length,
-    };
+    listed.push({ kind, listedAt, objects, pages, refused: deps.reports.drain(`${kind}.`) });
   }
-
+  let options: { items: unknown[]; refused: InvalidRecordReport[]; at: number } | null = null;
   try {
-    const options = await deps.api.getRunToolOptions({ signal: deps.signal });
-    const refused = deps.reports.drain();
-    const fetchedAt = deps.now();
-    const r = await deps.gate.use((wh) => loadToolOptions(wh, options, { fetchedAt, bookkeeping: (tx) => keepRefused(tx, refused, fetchedAt, wh.maskSecrets) }));
-    result.tables.run_tool_options = {
-      pages: 1,
-      received: r.received + refused.length,
-      added: 0,
-      changed: r.changed ? 1 : 0,
-      deleted: 0,
-      unchanged: r.changed ? 0 : 1,
-      rejected: r.rejected.length + refused.length,
-    };
+    const items = await deps.api.getRunToolOptions({ signal: deps.signal });
+    options = { items, refused: deps.reports.drain('runs.toolOptions'), at: deps.now() };
   } catch (e) {
     if (!(e instanceof PermissionError)) throw e;
-    result.denied.push({ resource: 'run tool options', scope: e.scope, message: e.message });
-    deps.logger.error({ resource: 'run tool options', scope: e.scope }, 'the API key may not read the run tool options');
+    deny(deps, result, 'run tool options', e);
   }
+
+  await deps.gate.use(async (wh) => {
+    for (const l of listed) {
+      const r = await loadCatalogListing(wh, l.kind, l.objects, {
+        complete: l.refused.every((x) => x.recordId !== null),
+        listedAt: l.listedAt,
+        presentIds: new Set(l.refused.flatMap((x) => (x.recordId === null ? [] : [x.recordId]))),
+        bookkeeping: (tx) => keepRefused(tx, l.refused, l.listedAt, wh.maskSecrets),
+      });
+      result.tables[l.kind] = {
+        pages: l.pages,
+        received: l.objects.length + l.refused.length,
+        added: r.added + r.reappeared,
+        changed: r.changed + r.touched,
+        deleted: r.deleted,
+        unchanged: r.unchanged,
+        rejected: r.rejected.length + l.refused.length,
+      };
+    }
+    if (options) {
+      const o = options;
+      const r = await loadToolOptions(wh, o.items, { fetchedAt: o.at, bookkeeping: (tx) => keepRefused(tx, o.refused, o.at, wh.maskSecrets) });
+      result.tables.run_tool_options = {
+        pages: 1,
+        received: r.received + o.refused.length,
+        added: 0,
+        changed: r.changed ? 1 : 0,
+        deleted: 0,
+        unchanged: r.changed ? 0 : 1,
+        rejected: r.rejected.length + o.refused.length,
+      };
+    }
+  });
   return result;
 }
 
-async function keepRefused(tx: SqlRunner, refused: ReturnType<SyncDeps['reports']['drain']>, at: number, mask: boolean): Promise<void> {
+function deny(deps: SyncDeps, result: SnapshotResult, resource: string, e: PermissionError): void {
+  result.denied.push({ resource, scope: e.scope, message: e.message });
+  deps.logger.error({ resource, scope: e.scope }, `the API key may not read ${resource}${e.scope ? ` (it lacks the scope ${e.scope})` : ''}; the other resources still sync`);
+}
+
+async function keepRefused(tx: SqlRunner, refused: readonly InvalidRecordReport[], at: number, mask: boolean): Promise<void> {
   for (const r of refused) {
     // A refused tool still has its custom headers and auth: masked like every stored tool.
     const record = mask && r.endpoint.startsWith('tools.') ? maskToolSecrets(r.record) : r.record;

@@ -1,8 +1,8 @@
 import { MICROS_PER_DAY, type Micros } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
-import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
-import { newWalk, readWalk, STORED_MAP_LIMIT, walkRuns, type WalkHooks } from './sync-walk.ts';
+import type { Warehouse } from '../warehouse/warehouse-types.ts';
+import { newWalk, readWalk, STORED_MAP_LIMIT, storedUpdatedAt, walkRuns, type WalkHooks, type WalkState } from './sync-walk.ts';
 import { runsWindow, type Window } from './sync-window.ts';
 import type { RunCounts, SyncDeps } from './sync-types.ts';
 
@@ -17,15 +17,24 @@ export const WATERMARK_KEY = 'runs.watermark';
 /** The first pass's lower bound when RUNSYNC_START_DATE is not set. */
 export const DEFAULT_HISTORY: Micros = 30 * MICROS_PER_DAY;
 
+interface Plan {
+  window: Window;
+  sliceMicros: Micros;
+  /** Stored updated_at of the window's runs, when they fit in memory. */
+  stored: Map<string, Micros> | undefined;
+}
+
 /**
- * Slice length for a window: the whole window when the runs stored in it fit in memory for change
- * detection (one list walk, the fewest requests), else a day. Checkpoints are per page either way.
+ * Cuts a window and reads what its walk needs in one turn at the warehouse. The slice is the whole
+ * window when the runs stored in it fit in memory for change detection (one list walk, the fewest
+ * requests), else a day. Checkpoints are per page either way.
  */
-async function sliceFor(deps: SyncDeps, window: Window): Promise<Micros> {
-  const [r] = await deps.gate.use((wh) =>
-    wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')}`, [BigInt(window.from), BigInt(window.to)]),
-  );
-  return Number(r?.n ?? 0) <= STORED_MAP_LIMIT ? Math.max(window.to - window.from, 1) : Math.min(deps.settings.sliceMicros, window.to - window.from);
+async function plan(wh: Warehouse, deps: SyncDeps, cut: (watermark: Micros | null) => Window): Promise<Plan> {
+  const window = cut((await getState<number>(wh, WATERMARK_KEY)) ?? null);
+  if (window.from >= window.to) return { window, sliceMicros: 1, stored: undefined };
+  const stored = await storedUpdatedAt(wh, window, STORED_MAP_LIMIT);
+  if (stored) return { window, sliceMicros: window.to - window.from, stored };
+  return { window, sliceMicros: Math.min(deps.settings.sliceMicros, window.to - window.from), stored: undefined };
 }
 
 export async function readWatermark(deps: SyncDeps): Promise<Micros | null> {
@@ -40,26 +49,31 @@ async function moveWatermark(tx: SqlRunner, to: Micros, at: Micros): Promise<voi
 export async function syncLiveWindow(deps: SyncDeps, counts: RunCounts, onProgress?: WalkHooks['onProgress']): Promise<Window> {
   const hooks: WalkHooks = { onSliceDone: (tx, slice) => moveWatermark(tx, slice.to, deps.now()) };
   if (onProgress) hooks.onProgress = onProgress;
-  const unfinished = await readWalk(deps, LIVE_KEY);
-  if (unfinished && !unfinished.done) {
+  const passStart = deps.now();
+  const cut = (watermark: Micros | null) =>
+    runsWindow({
+      watermark,
+      // The default start date applies to the first pass only: after an outage longer than it,
+      // the window still starts at the watermark.
+      startDate: deps.settings.startDate ?? (watermark === null ? passStart - DEFAULT_HISTORY : 0),
+      lookback: deps.settings.lookback,
+      passStart,
+      settle: deps.settings.settle,
+    });
+  let { unfinished, next } = await deps.gate.use(async (wh) => {
+    const saved = await getState<WalkState>(wh, LIVE_KEY);
+    return saved && !saved.done ? { unfinished: saved, next: null } : { unfinished: null, next: await plan(wh, deps, cut) };
+  });
+  if (unfinished) {
     deps.logger.info({ from: unfinished.from, to: unfinished.to, position: unfinished.position }, 'finishing the window an interrupted pass left');
     await walkRuns(deps, LIVE_KEY, unfinished, hooks, counts);
+    next = await deps.gate.use((wh) => plan(wh, deps, cut));
   }
-  const passStart = deps.now();
-  const watermark = await readWatermark(deps);
-  const window = runsWindow({
-    watermark,
-    // The default start date applies to the first pass only: after an outage longer than it, the
-    // window still starts at the watermark.
-    startDate: deps.settings.startDate ?? (watermark === null ? passStart - DEFAULT_HISTORY : 0),
-    lookback: deps.settings.lookback,
-    passStart,
-    settle: deps.settings.settle,
-  });
-  if (window.from >= window.to) return window;
-  const walk = newWalk({ from: window.from, to: window.to, sliceMicros: await sliceFor(deps, window), filter: {}, force: false }, passStart);
-  await walkRuns(deps, LIVE_KEY, walk, hooks, counts);
-  return window;
+  const p = next as Plan;
+  if (p.window.from >= p.window.to) return p.window;
+  const walk = newWalk({ from: p.window.from, to: p.window.to, sliceMicros: p.sliceMicros, filter: {}, force: false }, passStart);
+  await walkRuns(deps, LIVE_KEY, walk, hooks, counts, p.stored);
+  return p.window;
 }
 
 /**
@@ -75,8 +89,8 @@ export async function reconcileHorizon(deps: SyncDeps, before: Micros, counts: R
     return { from: unfinished.from, to: unfinished.to };
   }
   const now = deps.now();
-  const window = { from: now - deps.settings.openRunHorizon, to: before };
-  if (window.from >= window.to) return window;
-  await walkRuns(deps, RECONCILE_KEY, newWalk({ ...window, sliceMicros: await sliceFor(deps, window), filter: {}, force: false }, now), hooks, counts);
-  return window;
+  const p = await deps.gate.use((wh) => plan(wh, deps, () => ({ from: now - deps.settings.openRunHorizon, to: before })));
+  if (p.window.from >= p.window.to) return p.window;
+  await walkRuns(deps, RECONCILE_KEY, newWalk({ ...p.window, sliceMicros: p.sliceMicros, filter: {}, force: false }, now), hooks, counts, p.stored);
+  return p.window;
 }

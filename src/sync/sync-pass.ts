@@ -69,9 +69,26 @@ export async function runPass(base: SyncDeps, options: PassOptions = {}): Promis
   deps.logger.info({ kind }, 'pass started');
   let failure: unknown = null;
   try {
-    result.catalog = await snapshotCatalog(deps);
-    for (const d of result.catalog.denied) result.errors.push(deniedLine(d.resource, d.scope, d.message));
-    if (kind !== 'snapshot') await syncRuns(deps, options, result);
+    // The catalog and the runs go side by side under the one budget: the catalog's few requests
+    // and its load then cost the runs nothing. A failure of either stops the other.
+    const inner = new AbortController();
+    const stop = () => inner.abort(deps.signal.reason);
+    if (deps.signal.aborted) stop();
+    deps.signal.addEventListener('abort', stop, { once: true });
+    const both: SyncDeps = { ...deps, signal: inner.signal };
+    const halt = (e: unknown) => {
+      inner.abort(e);
+      throw e;
+    };
+    const settled = await Promise.allSettled([
+      snapshotCatalog(both).then((c) => (result.catalog = c), halt),
+      kind === 'snapshot' ? Promise.resolve() : syncRuns(both, options, result).catch(halt),
+    ]);
+    deps.signal.removeEventListener('abort', stop);
+    const failed = settled.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+    // The first failure is the abort reason; the other half then failed only because of it.
+    if (failed) throw deps.signal.aborted ? deps.signal.reason : (inner.signal.reason ?? failed.reason);
+    for (const d of result.catalog?.denied ?? []) result.errors.push(deniedLine(d.resource, d.scope, d.message));
     if (options.export !== false) {
       const e = await deps.gate.use((wh) => exportParquet(wh));
       result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };

@@ -46,9 +46,10 @@ export class RecordReports {
     this.total++;
   };
 
-  drain(): InvalidRecordReport[] {
-    const out = this.pending;
-    this.pending = [];
+  /** Takes the reports of endpoints starting with `prefix` (all by default). */
+  drain(prefix = ''): InvalidRecordReport[] {
+    const out = this.pending.filter((r) => r.endpoint.startsWith(prefix));
+    this.pending = prefix ? this.pending.filter((r) => !r.endpoint.startsWith(prefix)) : [];
     return out;
   }
 }

@@ -68,7 +68,7 @@ export const STORED_MAP_LIMIT = 250_000;
  * Stored updated_at of the runs created in [from, to): what a page's summaries are judged by. Null
  * when there are more than `limit`, so the walk reads them a slice at a time instead.
  */
-async function storedUpdatedAt(wh: Warehouse, range: Window, limit: number): Promise<Map<string, Micros> | null> {
+export async function storedUpdatedAt(wh: Warehouse, range: Window, limit: number): Promise<Map<string, Micros> | null> {
   const rows = await wh.all<{ id: string; u: bigint }>(
     `SELECT id, epoch_us(updated_at) AS u FROM runs WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} LIMIT $3`,
     [BigInt(range.from), BigInt(range.to), limit + 1],
@@ -77,7 +77,18 @@ async function storedUpdatedAt(wh: Warehouse, range: Window, limit: number): Pro
   return new Map(rows.map((r) => [r.id, Number(r.u)]));
 }
 
-export async function walkRuns(deps: SyncDeps, key: string, start: WalkState, hooks: WalkHooks, counts: RunCounts): Promise<WalkState> {
+/**
+ * Walks from the saved position. `preloaded`: the stored updated_at of every run in the walk's
+ * remaining range, when the caller read it already (it is then not read again).
+ */
+export async function walkRuns(
+  deps: SyncDeps,
+  key: string,
+  start: WalkState,
+  hooks: WalkHooks,
+  counts: RunCounts,
+  preloaded?: Map<string, Micros>,
+): Promise<WalkState> {
   const parts = slices({ from: start.from, to: start.to }, start.sliceMicros);
   let state: WalkState = { ...start, position: { ...start.position } };
   if (parts.length === 0 || state.position.slice >= parts.length) {
@@ -96,7 +107,7 @@ export async function walkRuns(deps: SyncDeps, key: string, start: WalkState, ho
         // One read for the whole walk when it fits in memory, else one per slice: each read is a
         // turn at the warehouse, which loads also wait for.
         const first = parts[state.position.slice] as Window;
-        const whole = await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT));
+        const whole = preloaded ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT)));
         for (let s = state.position.slice; s < parts.length; s++) {
           const slice = parts[s] as Window;
           const stored = whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ?? new Map<string, Micros>();

@@ -1,0 +1,138 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config/index.ts';
+import { startSimulator, type Simulator } from '../src/simulator/index.ts';
+import { createEngine, runPass, type Engine } from '../src/sync/index.ts';
+import { silentLogger } from '../src/util/logger.ts';
+import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND, parseTimestamp, type Micros } from '../src/util/timestamp.ts';
+import { openWarehouse } from '../src/warehouse/index.ts';
+import type { Bench, BenchRow } from './bench-types.ts';
+
+// The sync engine's cost, against the simulator:
+// - steady state: after a first pass, the clock moves on (5 minutes, then an hour) and one pass
+//   runs; its requests are compared with the least the API allows for what changed:
+//   list pages (the window's runs / 100, the open runs / 100) + k new + c changed details +
+//   catalog pages + 1 tool-options request. Every change in this data happens to a run still
+//   open, so the plain pass must catch all of it (the bench checks it did).
+// - first full sync under a per-key limit of R requests/s: wall time / (requests / R); the budget
+//   leaves 5% of the key to its other users, so about 1.05 is the floor.
+
+const NOW = '2026-03-01T00:00:00Z';
+const SETTLE = 30 * MICROS_PER_SECOND;
+const R = Number(process.env.BENCH_RATE_LIMIT ?? '50');
+
+function engine(sim: Simulator, dir: string): Engine {
+  const config = loadConfig({
+    RUNSYNC_API_URL: sim.url,
+    RUNSYNC_API_KEY: sim.key,
+    RUNSYNC_WAREHOUSE_DIR: dir,
+    RUNSYNC_START_DATE: formatTimestamp((parseTimestamp(NOW) as Micros) - sim.world.options.days * MICROS_PER_DAY),
+  });
+  return createEngine(config, { logger: silentLogger(), signal: new AbortController().signal, now: () => sim.clock.now() });
+}
+
+async function storedRuns(dir: string): Promise<Map<string, Micros>> {
+  const wh = await openWarehouse(dir, { readOnly: true });
+  try {
+    const rows = await wh.all<{ id: string; u: bigint }>(`SELECT id, epoch_us(updated_at) AS u FROM runs`);
+    return new Map(rows.map((r) => [r.id, Number(r.u)]));
+  } finally {
+    await wh.close();
+  }
+}
+
+const pages = (n: number, per: number) => Math.max(1, Math.ceil(n / per));
+
+async function steadyState(size: number, log: (l: string) => void): Promise<BenchRow[]> {
+  const sim = await startSimulator({ port: 0, seed: 61, size, days: 30, now: NOW, rateLimit: { perKey: null }, runs: { postSettleFraction: 0 } });
+  const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-sync-'));
+  const e = engine(sim, dir);
+  const rows: BenchRow[] = [];
+  try {
+    const first = await runPass(e.deps);
+    log(`first pass: ${first.runs.fetched} runs, ${first.requests.requests} requests in ${(first.durationMs / 1000).toFixed(1)} s`);
+    for (const step of ['5m', '1h']) {
+      const before = await storedRuns(dir);
+      sim.advance(step);
+      const to = sim.clock.now() - SETTLE;
+      let k = 0;
+      let c = 0;
+      let inWindow = 0;
+      const truth = new Map<string, { created: Micros; updated: Micros }>();
+      for (const d of sim.world.truthRunDetails()) {
+        const created = parseTimestamp(d.created_at as string) as Micros;
+        if (created < to) truth.set(d.id as string, { created, updated: parseTimestamp(d.updated_at as string) as Micros });
+      }
+      for (const [id, t] of truth) {
+        const stored = before.get(id);
+        if (stored === undefined) k++;
+        else if (t.updated > stored) c++;
+      }
+      sim.counters.reset();
+      const r = await runPass(e.deps);
+      const window = r.window as { from: Micros; to: Micros };
+      for (const t of truth.values()) if (t.created >= window.from && t.created < window.to) inWindow++;
+      const catalog = Object.entries(r.catalog?.tables ?? {}).reduce((a, [t, x]) => a + (t === 'run_tool_options' ? 1 : pages(x.received, 200)), 0);
+      const minimum = pages(inWindow, 100) + (r.openRunsChecked ? pages(r.openRunsChecked, 100) : 0) + k + c + catalog;
+      const made = sim.counters.count();
+      const after = await storedRuns(dir);
+      let missed = 0;
+      for (const [id, t] of truth) if (after.get(id) !== t.updated) missed++;
+      const list = sim.counters.count('runs.list');
+      log(`after ${step}: k=${k} new, c=${c} changed, ${inWindow} in the window, ${r.openRunsChecked} open re-checked; ${made} requests (${list} list, ${sim.counters.count('runs.get')} detail) vs minimum ${minimum}; ${missed} runs not exact`);
+      rows.push({
+        bench: 'sync steady state',
+        metric: `requests / minimum, after ${step}`,
+        value: made / minimum,
+        goal: '1.00',
+        note: `${made} vs ${minimum}: k=${k}, c=${c}, ${r.openRunsChecked} open runs in ${list - pages(inWindow, 100)} list page(s); ${missed === 0 ? 'exact' : `${missed} NOT exact`}`,
+      });
+    }
+  } finally {
+    await e.close();
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+async function firstSync(size: number, log: (l: string) => void): Promise<BenchRow[]> {
+  const sim = await startSimulator({ port: 0, seed: 62, size, days: 30, now: NOW, rateLimit: { perKey: { limit: R, windowSeconds: 1 } } });
+  const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-sync-'));
+  const e = engine(sim, dir);
+  try {
+    await new Promise((r) => setTimeout(r, 1100));
+    sim.counters.reset();
+    const t0 = performance.now();
+    const r = await runPass(e.deps, { export: false });
+    const seconds = (performance.now() - t0) / 1000;
+    const requests = sim.counters.count();
+    const limited = sim.counters.count(undefined, 429);
+    if (process.env.SYNC_BENCH_TRACE) {
+      const t = sim.counters.log();
+      const start = t[0]?.t ?? 0;
+      const perSecond: number[] = [];
+      for (const x of t) perSecond[Math.floor((x.t - start) / 1000)] = (perSecond[Math.floor((x.t - start) / 1000)] ?? 0) + 1;
+      log(`requests per second: ${[...perSecond].map((v) => v ?? 0).join(' ')}; first request ${((start - t0 - performance.timeOrigin) / 1000).toFixed(2)} s after start`);
+    }
+    log(`first sync of ${r.runs.fetched} runs: ${requests} requests (${limited} × 429) in ${seconds.toFixed(1)} s at R=${R}/s`);
+    return [
+      { bench: 'sync first full', metric: 'wall time / (requests / R)', value: seconds / (requests / R), goal: '<= 1.10', note: `${requests} requests in ${seconds.toFixed(1)} s, R=${R}/s, ${r.runs.fetched} runs` },
+      { bench: 'sync first full', metric: '429 share', value: `${((100 * limited) / requests).toFixed(2)}%`, goal: '<= 1%' },
+    ];
+  } finally {
+    await e.close();
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+// SYNC_BENCH=steady or SYNC_BENCH=first runs one half.
+const only = process.env.SYNC_BENCH ?? '';
+const bench: Bench = async ({ scale, log }) => [
+  ...(only === 'first' ? [] : await steadyState(Math.round(20_000 * scale), log)),
+  ...(only === 'steady' ? [] : await firstSync(Math.round(2_000 * scale), log)),
+];
+
+export default bench;
