@@ -48,7 +48,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--seed <n>', 'data seed: the same seed and size give the same data', int(0), 42)
     .option('--size <n>', 'runs created during the --days before the clock starts', int(0), 10_000)
     .option('--days <n>', 'days of history', positive, 30)
-    .option('--now <date-time>', 'the clock\'s start (default: the current hour)')
+    .option('--now <date-time>', 'the clock\'s start (default: now for a wall clock, the current hour for a manual one)')
     .option('--clock <mode>', 'wall (follows real time) or manual (moves only through /_sim/clock)', 'wall')
     .option('--speed <x>', 'wall clock: simulated seconds per real second', positive, 1)
     .option('--key <key>', 'accept this API key (svc_live_…); default: a new key, printed once')
@@ -70,7 +70,9 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
         seed: o.seed,
         size: o.size,
         days: o.days,
-        ...(o.now ? { now: o.now } : {}),
+        // A wall clock starts at the real time, so a client cutting windows by its own clock sees
+        // the runs it expects; a manual clock starts at the hour, for repeatable data.
+        ...(o.now ? { now: o.now } : o.clock === 'wall' ? { now: Date.now() * 1000 } : {}),
         clock: o.clock,
         speed: o.speed,
         keys: [o.key ? { key: o.key } : {}],
