@@ -1,4 +1,4 @@
-import { MICROS_PER_DAY, type Micros } from '../util/timestamp.ts';
+import type { Micros } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
 import type { Warehouse } from '../warehouse/warehouse-types.ts';
@@ -14,8 +14,6 @@ import type { RunCounts, SyncDeps } from './sync-types.ts';
 export const LIVE_KEY = 'runs.live';
 export const RECONCILE_KEY = 'runs.reconcile';
 export const WATERMARK_KEY = 'runs.watermark';
-/** The first pass's lower bound when RUNSYNC_START_DATE is not set. */
-export const DEFAULT_HISTORY: Micros = 30 * MICROS_PER_DAY;
 
 interface Plan {
   window: Window;
@@ -53,9 +51,8 @@ export async function syncLiveWindow(deps: SyncDeps, counts: RunCounts, onProgre
   const cut = (watermark: Micros | null) =>
     runsWindow({
       watermark,
-      // The default start date applies to the first pass only: after an outage longer than it,
-      // the window still starts at the watermark.
-      startDate: deps.settings.startDate ?? (watermark === null ? passStart - DEFAULT_HISTORY : 0),
+      // Without RUNSYNC_START_DATE the first pass reads every run the API has.
+      startDate: deps.settings.startDate ?? 0,
       lookback: deps.settings.lookback,
       passStart,
       settle: deps.settings.settle,

@@ -14,7 +14,7 @@ import { RecordReports, type SyncDeps, type SyncSettings } from './sync-types.ts
 // gate, the settings. The CLI and the worker call this; tests pass their own pieces in.
 
 export const DEFAULT_SETTINGS: Omit<SyncSettings, 'startDate' | 'lookback' | 'openRunHorizon'> = {
-  settle: 30 * MICROS_PER_SECOND,
+  settle: 5 * MICROS_PER_SECOND,
   detailConcurrency: 8,
   bufferedPages: 8,
   sliceMicros: MICROS_PER_DAY,

@@ -8,11 +8,12 @@ import type { WarehouseGate } from './warehouse-gate.ts';
 // the tests each build their own.
 
 export interface SyncSettings {
-  /** RUNSYNC_START_DATE; null: the first pass starts `defaultHistory` before it. */
+  /** RUNSYNC_START_DATE; null: the first pass reads every run the API has. */
   startDate: Micros | null;
   lookback: Micros;
   openRunHorizon: Micros;
-  /** How far before the pass's start its window ends (default 30 s). */
+  /** How far before the pass's start its window ends (default 5 s): runs being created that
+   * moment are left to the next pass, whose lookback reads them. */
   settle: Micros;
   /** Run details in flight at once (the budget, not this, sets the pace). */
   detailConcurrency: number;

@@ -1,4 +1,4 @@
-import { MICROS_PER_DAY, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
+import { MICROS_PER_DAY, type Micros } from '../util/timestamp.ts';
 
 // Created-time windows. The runs list filters only by created time, so created time splits the
 // work into half-open windows [from, to); it is never the change cursor.
@@ -19,13 +19,11 @@ export interface WindowInput {
   passStart: Micros;
   /** How far before the pass's start the window ends, so runs being created right now are left
    * to the next pass instead of being half-seen. */
-  settle?: Micros;
+  settle: Micros;
 }
 
-export const DEFAULT_SETTLE: Micros = 30 * MICROS_PER_SECOND;
-
 export function runsWindow(input: WindowInput): Window {
-  const to = input.passStart - (input.settle ?? DEFAULT_SETTLE);
+  const to = input.passStart - input.settle;
   const from = input.watermark === null ? input.startDate : Math.max(input.startDate, input.watermark - input.lookback);
   return { from: Math.min(from, to), to };
 }

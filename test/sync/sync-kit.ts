@@ -12,7 +12,7 @@ import { openWarehouse } from '../../src/warehouse/index.ts';
 // it (with the simulator's clock, short retry delays), and the comparison with ground truth.
 
 export const NOW = '2026-03-01T00:00:00Z';
-export const SETTLE = 30 * MICROS_PER_SECOND;
+export const SETTLE = 5 * MICROS_PER_SECOND;
 
 export function tempDir(prefix = 'runsync-sync-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
