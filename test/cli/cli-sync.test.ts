@@ -6,7 +6,7 @@ import type { Simulator } from '../../src/simulator/index.ts';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { collect, runCli, spawnCli } from '../support/cli.ts';
-import { startSim } from '../sync/sync-kit.ts';
+import { diffWithTruth, startSim } from '../sync/sync-kit.ts';
 
 // The commands as a user runs them: backfill (filters, resuming, --force, the watermark left
 // alone), status, and the demo.
@@ -124,6 +124,29 @@ describe('runsync demo', () => {
       expect(r.stderr).toMatch(/not a demo's; set RUNSYNC_WAREHOUSE_DIR/);
     } finally {
       rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a backfill beside a scheduled pass', () => {
+  it('both finish, each waiting its turn at the warehouse, and the warehouse ends exact', async () => {
+    const now = systemMicros() - MICROS_PER_HOUR;
+    const sim = await startSim({ seed: 52, size: 1200, days: 10, now, runs: { postSettleFraction: 0 } });
+    const dir = mkdtempSync(join(tmpdir(), 'runsync-cli-'));
+    try {
+      const env = { RUNSYNC_API_URL: sim.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'warn' };
+      const from = formatTimestamp(now - 10 * MICROS_PER_DAY);
+      const to = formatTimestamp(now - 3 * MICROS_PER_DAY);
+      const [sync, backfill] = await Promise.all([
+        runCli(['sync'], env, { timeoutMs: 120_000 }),
+        runCli(['backfill', '--from', from, '--to', to, '--slice', '12h', '--force'], env, { timeoutMs: 120_000 }),
+      ]);
+      expect(sync.code, sync.stderr).toBe(0);
+      expect(backfill.code, backfill.stderr).toBe(0);
+      expect(await diffWithTruth(sim, dir, sim.clock.now())).toEqual([]);
+    } finally {
+      await sim.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
