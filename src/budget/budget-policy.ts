@@ -92,6 +92,13 @@ export function takeSlot(s: BudgetState, nowMs: number, policy: BudgetPolicy): {
   };
 }
 
+export interface EndpointSlot {
+  /** When the request may start, by its endpoint's pacing. */
+  at: number;
+  /** The pause in force when the turn was taken; a later pause means taking another. */
+  pausedUntilMs: number;
+}
+
 /**
  * When a request to an endpoint with a bucket of its own may start, by that bucket's pacing alone
  * (the key's budget is asked next); null for an endpoint without one.
@@ -101,12 +108,15 @@ export function takeEndpointSlot(
   endpoint: string,
   nowMs: number,
   policy: BudgetPolicy,
-): { state: BudgetState; result: number | null } {
+): { state: BudgetState; result: EndpointSlot | null } {
   const own = s.endpoints[endpoint];
   if (own === undefined) return { state: s, result: null };
   const at = Math.max(nowMs, own.nextSlotMs, s.pausedUntilMs);
   const interval = own.windowMs / (own.limit * (1 - policy.reserve));
-  return { state: { ...s, endpoints: { ...s.endpoints, [endpoint]: { ...own, nextSlotMs: at + interval } } }, result: at };
+  return {
+    state: { ...s, endpoints: { ...s.endpoints, [endpoint]: { ...own, nextSlotMs: at + interval } } },
+    result: { at, pausedUntilMs: s.pausedUntilMs },
+  };
 }
 
 /** Whether an observation on `endpoint` reports that endpoint's own bucket rather than the key's. */

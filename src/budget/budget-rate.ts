@@ -52,22 +52,24 @@ export class SharedRateBudget implements RateBudget {
   }
 
   async acquire(endpoint: string, signal?: AbortSignal): Promise<void> {
-    // An endpoint with a bucket of its own waits its turn there first, without holding a slot of
-    // the key's budget that other endpoints could use meanwhile.
-    if (signal?.aborted) throw signal.reason;
-    const asked = this.clock.now();
-    const own = await this.store.update((s) => takeEndpointSlot(s, endpoint, asked, this.policy));
-    if (own !== null && own > asked) await this.clock.sleep(own - asked, signal);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw signal.reason;
+      // An endpoint with a bucket of its own waits its turn there first, without holding a slot of
+      // the key's budget that other endpoints could use meanwhile.
+      const asked = this.clock.now();
+      const own = await this.store.update((s) => takeEndpointSlot(s, endpoint, asked, this.policy));
+      if (own !== null && own.at > asked) await this.clock.sleep(own.at - asked, signal);
       const now = this.clock.now();
       const slot = await this.store.update((s) => takeSlot(s, now, this.policy));
       if (slot.at > now) {
         await this.clock.sleep(slot.at - now, signal);
-        // A 429 seen by another caller while we waited holds us too.
-        const { pausedUntilMs } = await this.store.read();
+        const state = await this.store.read();
         const woke = this.clock.now();
-        if (pausedUntilMs > woke) continue;
+        // A 429 seen by another caller while we waited holds us too.
+        if (state.pausedUntilMs > woke) continue;
+        // The endpoint's own bucket was learned, or a pause came, after we took our turn in it:
+        // take a turn again, or every caller held here would start in one bunch.
+        if (state.endpoints[endpoint] !== undefined && (own === null || state.pausedUntilMs > own.pausedUntilMs)) continue;
         // Woken so late (a stalled event loop) that the start would land in a window it was not
         // counted in: count it again rather than crowd that window. Bounded, so a slow process
         // still makes progress.

@@ -13,7 +13,7 @@ export { SharedRateBudget, DEFAULT_RESERVE, type RateBudgetOptions } from './bud
 export { MemoryBudgetStore } from './budget-memory-store.ts';
 export { systemClock } from './budget-clock.ts';
 export { readRateHeaders, retryAfterMs, resetToMs } from './budget-headers.ts';
-export type { Slot } from './budget-policy.ts';
+export type { EndpointSlot, Slot } from './budget-policy.ts';
 export {
   initialBudgetState,
   learn,

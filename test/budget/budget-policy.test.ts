@@ -153,12 +153,12 @@ describe('an endpoint with a bucket of its own', () => {
     for (let i = 0; i < 3; i++) {
       const r = takeEndpointSlot(s, 'runs.get', T0, open);
       s = r.state;
-      times.push(r.result === null ? null : r.result - T0);
+      times.push(r.result === null ? null : r.result.at - T0);
     }
     expect(times).toEqual([0, 250, 500]);
     expect(takeEndpointSlot(s, 'runs.list', T0, open).result).toBeNull();
-    expect(takeEndpointSlot(pauseUntil(tight, T0 + 2000), 'runs.get', T0, open).result).toBe(T0 + 2000);
+    expect(takeEndpointSlot(pauseUntil(tight, T0 + 2000), 'runs.get', T0, open).result).toEqual({ at: T0 + 2000, pausedUntilMs: T0 + 2000 });
     // The reserve applies to it as well: 4 a second less 20% is one request every 312.5 ms.
-    expect(takeEndpointSlot(takeEndpointSlot(tight, 'runs.get', T0, { ceilingPerSecond: null, reserve: 0.2 }).state, 'runs.get', T0, open).result).toBe(T0 + 312.5);
+    expect(takeEndpointSlot(takeEndpointSlot(tight, 'runs.get', T0, { ceilingPerSecond: null, reserve: 0.2 }).state, 'runs.get', T0, open).result?.at).toBe(T0 + 312.5);
   });
 });
