@@ -5,7 +5,7 @@ import { apiBaseUrl } from '../config/config-url.ts';
 import { silentLogger, type Logger } from '../util/logger.ts';
 import { fetchConcurrently, type ConcurrentFetchOptions, type ItemResult } from './api-details.ts';
 import { endpointInfo, pageBounds, type CatalogKind, type EndpointName } from './api-endpoints.ts';
-import { ApiError, InvalidRecordError } from './api-errors.ts';
+import { ApiError, AuthError, InvalidRecordError, PermissionError } from './api-errors.ts';
 import {
   guardrailListQuery,
   pageQuery,
@@ -189,8 +189,8 @@ export class ApiClient {
   /**
    * Once per client, when the budget has not learned the key's limit yet: one runs-list page of a
    * single item, whose X-RateLimit-* headers tell it. Detail responses carry no such headers, so a
-   * burst of detail fetches would otherwise learn the limit from 429s. A failure here is left for
-   * the requests that follow to meet and report.
+   * burst of detail fetches would otherwise learn the limit from 429s. A refused key or missing
+   * scope is thrown at once; any other failure is left for the requests that follow to report.
    */
   async primeBudget(signal?: AbortSignal): Promise<void> {
     if (this.primed) return;
@@ -200,7 +200,8 @@ export class ApiClient {
       // Only the headers matter: the page itself is neither checked nor reported.
       await this.transport.get({ endpoint: 'runs.list', path: '/runs', query: [['limit', '1']], expect: 'list', signal });
     } catch (e) {
-      if (!(e instanceof ApiError)) throw e;
+      // A refused key or a missing scope would refuse every detail too.
+      if (!(e instanceof ApiError) || e instanceof AuthError || e instanceof PermissionError) throw e;
       this.logger.debug({ error: e.message }, 'could not learn the rate limit ahead of the detail fetches');
     }
   }
