@@ -4,11 +4,11 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from '.
 import { backfillCommand } from './commands/backfill.ts';
 import { demoCommand } from './commands/demo.ts';
 import { exportCommand } from './commands/export.ts';
-import { notBuilt } from './commands/not-built.ts';
 import { rebuildCommand } from './commands/rebuild.ts';
 import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { snapshotCommand, syncCommand } from './commands/sync.ts';
+import { workerCommand } from './commands/worker.ts';
 import { ConfigError } from '../config/index.ts';
 
 export function buildProgram(ctx: CliContext, setExit: (code: number) => void): Command {
@@ -24,8 +24,7 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
   add(snapshotCommand(ctx, setExit));
   add(exportCommand(ctx, setExit));
   add(rebuildCommand(ctx, setExit));
-  add(notBuilt('worker', 'long-running BullMQ workers plus the job schedulers (needs REDIS_URL)',
-    (c) => c.option('--dashboard <port>', 'serve a queue dashboard and /metrics'), ctx, setExit));
+  add(workerCommand(ctx, setExit));
   add(statusCommand(ctx, setExit));
   add(simulateCommand(ctx, setExit));
   return program;

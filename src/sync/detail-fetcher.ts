@@ -7,7 +7,28 @@ import { ApiError, AuthError, PermissionError, type ApiClient, type RunDetail } 
 
 export type DetailResult = { id: string; ok: true; detail: RunDetail } | { id: string; ok: false; error: ApiError };
 
-export class DetailFetcher {
+/** Details of several runs, and what to let go of once they are committed. */
+export interface DetailBatch {
+  results: DetailResult[];
+  /** Called after the batch's rows are committed (the worker removes its staged file). */
+  release(): Promise<void>;
+}
+
+/** Where details come from: this process (DetailFetcher), or the worker's fetch queue. */
+export interface DetailSource {
+  /** Every id's result, in the order given; rejects when a failure stops everything. */
+  fetch(ids: readonly string[]): Promise<DetailBatch>;
+  close(): void;
+}
+
+const NOTHING_TO_RELEASE = (): Promise<void> => Promise.resolve();
+
+/** The deps' detail source for one walk, or a local fetcher. */
+export function detailSource(deps: { api: ApiClient; settings: { detailConcurrency: number }; signal: AbortSignal; details?: (signal: AbortSignal) => DetailSource }): DetailSource {
+  return deps.details ? deps.details(deps.signal) : new DetailFetcher(deps.api, deps.settings.detailConcurrency, deps.signal);
+}
+
+export class DetailFetcher implements DetailSource {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
   private readonly controller = new AbortController();
@@ -26,10 +47,10 @@ export class DetailFetcher {
   }
 
   /** Every id's result, in the order given; rejects when a failure stops everything. */
-  async fetch(ids: readonly string[]): Promise<DetailResult[]> {
+  async fetch(ids: readonly string[]): Promise<DetailBatch> {
     const results = await Promise.all(ids.map((id) => this.one(id)));
     if (this.fatal !== null) throw this.fatal;
-    return results;
+    return { results, release: NOTHING_TO_RELEASE };
   }
 
   close(): void {

@@ -6,7 +6,7 @@ import { insertRejected } from '../warehouse/load-rejected.ts';
 import { toJsonText } from '../warehouse/json-text.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
-import type { DetailResult } from './detail-fetcher.ts';
+import type { DetailBatch } from './detail-fetcher.ts';
 import type { PipelineItem } from './load-pipeline.ts';
 import { addRunCounts, type RunCounts, type SyncDeps } from './sync-types.ts';
 
@@ -16,14 +16,14 @@ import { addRunCounts, type RunCounts, type SyncDeps } from './sync-types.ts';
 // client refused go to _sync_rejected whole.
 
 export interface RunItem extends PipelineItem {
-  ready: Promise<DetailResult[]>;
+  ready: Promise<DetailBatch>;
   /** The listed summary's updated_at of every run asked for, by id (null when unknown). */
   listed: ReadonlyMap<string, string | null>;
   counts: Partial<RunCounts>;
   bookkeeping?: (tx: SqlRunner) => Promise<void>;
 }
 
-export const NO_DETAILS: Promise<DetailResult[]> = Promise.resolve([]);
+export const NO_DETAILS: Promise<DetailBatch> = Promise.resolve({ results: [], release: () => Promise.resolve() });
 
 export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], counts: RunCounts): Promise<void> {
   const details: unknown[] = [];
@@ -32,7 +32,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
   const local: Partial<RunCounts> = { fetched: 0, pending: 0, rejected: 0 };
   for (const item of items) {
     addRunCounts(counts, item.counts);
-    for (const r of await item.ready) {
+    for (const r of (await item.ready).results) {
       if (r.ok) {
         details.push(r.detail);
         loaded.push(r.id);
@@ -57,6 +57,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
       },
     }),
   );
+  for (const item of items) await (await item.ready).release();
   for (const f of failed) deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');
   local.fetched = details.length;
   local.pending = failed.length;

@@ -47,7 +47,14 @@ export function checkBackfill(spec: BackfillSpec): void {
   runListQueries({ ...spec.filter, createdAfter: spec.from, createdBefore: spec.to }, { split: true });
 }
 
-export async function runBackfill(base: SyncDeps, spec: BackfillSpec, onProgress?: (state: WalkState, slices: number) => void): Promise<BackfillResult> {
+export interface BackfillOptions {
+  onProgress?: (state: WalkState, slices: number) => void;
+  /** Write the Parquet export at the end (default true; a queued backfill exports once, at its end). */
+  export?: boolean;
+}
+
+export async function runBackfill(base: SyncDeps, spec: BackfillSpec, options: BackfillOptions = {}): Promise<BackfillResult> {
+  const onProgress = options.onProgress;
   checkBackfill(spec);
   const key = backfillKey(spec);
   const startedAt = base.now();
@@ -70,8 +77,10 @@ export async function runBackfill(base: SyncDeps, spec: BackfillSpec, onProgress
         onProgress?.(state, n);
       },
     }, result.runs);
-    const e = await deps.gate.use((wh) => exportParquet(wh));
-    result.exportedDates = e.dates.length;
+    if (options.export !== false) {
+      const e = await deps.gate.use((wh) => exportParquet(wh));
+      result.exportedDates = e.dates.length;
+    }
     result.status = 'ok';
   } catch (e) {
     failure = e;

@@ -2,7 +2,7 @@ import { FilterError, type RunSummary } from '../api/index.ts';
 import { parseTimestamp, type Micros } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
 import type { Warehouse } from '../warehouse/warehouse-types.ts';
-import { DetailFetcher } from './detail-fetcher.ts';
+import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { RUNS_PAGE_SIZE } from './sync-walk.ts';
@@ -89,7 +89,7 @@ export async function refreshOpenRuns(deps: SyncDeps, from: Micros, before: Micr
   const open = await deps.gate.use((wh) => openRuns(wh, from, before));
   if (open.length === 0) return 0;
   const { batches, byId } = planTicketBatches(open);
-  const fetcher = new DetailFetcher(deps.api, deps.settings.detailConcurrency, deps.signal);
+  const fetcher = detailSource(deps);
   try {
     await runPipeline<RunItem>(
       async (push, signal) => {

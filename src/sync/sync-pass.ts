@@ -20,6 +20,8 @@ export interface PassOptions {
   reconcile?: boolean;
   /** Write the Parquet export at the end (default true). */
   export?: boolean;
+  /** Snapshot the catalog (default true; the worker snapshots it on its own schedule). */
+  catalog?: boolean;
 }
 
 export interface PassResult {
@@ -81,7 +83,7 @@ export async function runPass(base: SyncDeps, options: PassOptions = {}): Promis
       throw e;
     };
     const settled = await Promise.allSettled([
-      snapshotCatalog(both).then((c) => (result.catalog = c), halt),
+      options.catalog === false ? Promise.resolve() : snapshotCatalog(both).then((c) => (result.catalog = c), halt),
       kind === 'snapshot' ? Promise.resolve() : syncRuns(both, options, result).catch(halt),
     ]);
     deps.signal.removeEventListener('abort', stop);

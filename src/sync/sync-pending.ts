@@ -1,4 +1,4 @@
-import { DetailFetcher } from './detail-fetcher.ts';
+import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, type RunItem } from './run-commit.ts';
 import type { RunCounts, SyncDeps } from './sync-types.ts';
@@ -18,7 +18,7 @@ export async function retryPending(deps: SyncDeps, counts: RunCounts, passNumber
   const due = rows.filter((r) => r.attempts < MAX_ATTEMPTS || passNumber % 10 === 0).map((r) => r.id);
   if (due.length === 0) return 0;
   deps.logger.info({ runs: due.length }, 'fetching run details that failed before');
-  const fetcher = new DetailFetcher(deps.api, deps.settings.detailConcurrency, deps.signal);
+  const fetcher = detailSource(deps);
   try {
     await runPipeline<RunItem>(
       async (push) => {

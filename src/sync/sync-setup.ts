@@ -6,6 +6,7 @@ import type { BudgetStore, RateBudget } from '../budget/budget-types.ts';
 import type { RunsyncConfig } from '../config/config-env.ts';
 import type { Logger } from '../util/logger.ts';
 import { MICROS_PER_DAY, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
+import type { WarehouseLockedError } from '../warehouse/warehouse-errors.ts';
 import { systemMicros } from '../warehouse/warehouse-open.ts';
 import { DEFAULT_LOCK_WAIT_MS, WarehouseGate } from './warehouse-gate.ts';
 import { RecordReports, type SyncDeps, type SyncSettings } from './sync-types.ts';
@@ -30,6 +31,8 @@ export interface EngineOptions {
   dispatcher?: Dispatcher;
   retry?: Partial<RetryPolicy>;
   lockWaitMs?: number;
+  /** Told when a load finds the warehouse held by another process. */
+  onLocked?: (error: WarehouseLockedError) => void;
 }
 
 export interface Engine {
@@ -55,7 +58,13 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     ...(o.retry ? { retry: o.retry } : {}),
   });
   const now = o.now ?? systemMicros;
-  const gate = new WarehouseGate({ dir: config.warehouseDir, logger: o.logger, lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS, now });
+  const gate = new WarehouseGate({
+    dir: config.warehouseDir,
+    logger: o.logger,
+    lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
+    now,
+    ...(o.onLocked ? { onLocked: o.onLocked } : {}),
+  });
   const settings: SyncSettings = {
     ...DEFAULT_SETTINGS,
     startDate: config.startDate,

@@ -2,6 +2,7 @@ import type { ApiClient, InvalidRecordReport } from '../api/index.ts';
 import type { RateBudget } from '../budget/budget-types.ts';
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
+import type { DetailSource } from './detail-fetcher.ts';
 import type { WarehouseGate } from './warehouse-gate.ts';
 
 // What every part of the sync engine is given. Nothing is global: the CLI, the worker's jobs and
@@ -35,6 +36,8 @@ export interface SyncDeps {
   reports: RecordReports;
   /** The client's budget, read for requests per endpoint. */
   budget?: RateBudget;
+  /** Where run details come from (default: fetched by this process). */
+  details?: (signal: AbortSignal) => DetailSource;
 }
 
 /** Collects the client's reports of records that break their schema, for the next commit. */
@@ -46,6 +49,14 @@ export class RecordReports {
     this.pending.push(report);
     this.total++;
   };
+
+  /** Takes the reports of one endpoint about the given records (a fetch job's own). */
+  drainRecords(endpoint: string, ids: ReadonlySet<string>): InvalidRecordReport[] {
+    const mine = (r: InvalidRecordReport) => r.endpoint === endpoint && r.recordId !== null && ids.has(r.recordId);
+    const out = this.pending.filter(mine);
+    this.pending = this.pending.filter((r) => !mine(r));
+    return out;
+  }
 
   /** Takes the reports of endpoints starting with `prefix` (all by default). */
   drain(prefix = ''): InvalidRecordReport[] {

@@ -3,7 +3,7 @@ import { parseTimestamp, type Micros } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
-import { DetailFetcher } from './detail-fetcher.ts';
+import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { slices, type Window } from './sync-window.ts';
@@ -96,7 +96,7 @@ export async function walkRuns(
     await deps.gate.use((wh) => wh.transaction((tx) => setState(tx, key, state, deps.now())));
     return state;
   }
-  const fetcher = new DetailFetcher(deps.api, deps.settings.detailConcurrency, deps.signal);
+  const fetcher = detailSource(deps);
   // The state as of the last commit; each item carries the state after its page.
   let committed = state;
   try {

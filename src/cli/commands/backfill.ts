@@ -4,6 +4,10 @@ import { FilterError, type RunListFilter } from '../../api/index.ts';
 import { BackfillError, checkBackfill, runBackfill, type BackfillSpec } from '../../sync/sync-backfill.ts';
 import { formatTimestamp, parseDuration, parseTimestamp, type Micros } from '../../util/timestamp.ts';
 import { EXIT_FAILED, EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
+import { loadConfig } from '../../config/index.ts';
+import { backfillProgress, enqueueBackfill } from '../../worker/backfill-flow.ts';
+import { openQueueClient } from '../../worker/worker-client.ts';
+import { workerSettings } from '../../worker/worker-config.ts';
 import { withEngine } from './engine-context.ts';
 
 // `runsync backfill --from T --to T [filters] [--force]`: replays a created-time range in this
@@ -16,6 +20,7 @@ interface BackfillFlags {
   force?: boolean;
   slice: string;
   enqueue?: boolean;
+  wait?: boolean;
   status?: string[];
   agentId?: string[];
   ticketId?: string[];
@@ -82,6 +87,7 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--force', 're-fetch details even when unchanged')
     .option('--slice <duration>', 'length of one slice of the range', '1d')
     .option('--enqueue', 'enqueue the slices on the worker queue instead of running them here (needs REDIS_URL)')
+    .option('--wait', 'with --enqueue: wait for the workers to finish it, with a progress bar')
     .option('--status <value...>', 'run status (repeatable)')
     .option('--agent-id <uuid...>', 'agent id (repeatable)')
     .option('--ticket-id <id...>', 'ticket id (repeatable)')
@@ -93,14 +99,20 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--metadata <key=value...>', 'metadata filter (repeatable)');
   return c.action(async (o: BackfillFlags) => {
     const spec = backfillSpec(o);
-    if (o.enqueue) throw new UsageError('backfill --enqueue needs the worker (runsync worker), which is not built yet; run the backfill without --enqueue');
+    if (o.enqueue) {
+      await enqueue(ctx, spec, o.wait === true);
+      setExit(EXIT_OK);
+      return;
+    }
     await withEngine(ctx, async ({ engine }) => {
       const bar = ctx.isTty ? new SingleBar({ format: 'backfill [{bar}] {value}/{total} slices | {listed} listed, {fetched} fetched | {eta_formatted} left', hideCursor: true }) : null;
       try {
-        const r = await runBackfill(engine.deps, spec, (state, n) => {
-          if (!bar) return;
-          if (!bar.isActive) bar.start(n, 0, { listed: 0, fetched: 0 });
-          bar.update(Math.min(state.position.slice, n), { listed: state.listed, fetched: state.fetched });
+        const r = await runBackfill(engine.deps, spec, {
+          onProgress: (state, n) => {
+            if (!bar) return;
+            if (!bar.isActive) bar.start(n, 0, { listed: 0, fetched: 0 });
+            bar.update(Math.min(state.position.slice, n), { listed: state.listed, fetched: state.fetched });
+          },
         });
         bar?.stop();
         ctx.out(`backfill ${r.key} ${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}: ${r.status}${r.resumed ? ' (resumed)' : ''} in ${(r.durationMs / 1000).toFixed(1)} s`);
@@ -116,4 +128,46 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
       }
     });
   });
+}
+
+async function enqueue(ctx: CliContext, spec: BackfillSpec, wait: boolean): Promise<void> {
+  const config = loadConfig(ctx.env);
+  if (config.redisUrl === null) throw new UsageError('backfill --enqueue needs REDIS_URL (the workers\' Redis)');
+  const settings = workerSettings(ctx.env, config.warehouseDir);
+  const client = openQueueClient(config.redisUrl, settings.prefix);
+  try {
+    const q = await enqueueBackfill({ write: client.write, flows: client.flows }, spec);
+    ctx.out(
+      q.existing
+        ? `backfill ${q.key} is already queued (${q.slices} slices); nothing added`
+        : `queued backfill ${q.key}: ${q.slices} slice(s) of ${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}; \`runsync status\` shows its progress`,
+    );
+    if (!wait) return;
+    const bar = ctx.isTty ? new SingleBar({ format: 'backfill [{bar}] {value}/{total} slices', hideCursor: true }) : null;
+    for (;;) {
+      const p = await backfillProgress(client.write, q.key);
+      if (!p) throw new Error(`backfill ${q.key} is no longer in the queue`);
+      if (bar) {
+        if (!bar.isActive) bar.start(p.total, 0);
+        bar.update(p.done);
+      }
+      if (p.state === 'completed') {
+        bar?.stop();
+        ctx.out(`backfill ${q.key} finished: ${JSON.stringify(p.result)}`);
+        return;
+      }
+      if (p.state === 'failed') {
+        bar?.stop();
+        throw new Error(`backfill ${q.key} failed: ${p.failedReason ?? 'a slice failed'}`);
+      }
+      if (ctx.signal.aborted) {
+        bar?.stop();
+        ctx.out(`stopped waiting; backfill ${q.key} goes on in the workers`);
+        return;
+      }
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+  } finally {
+    await client.close();
+  }
 }

@@ -1,0 +1,47 @@
+import { AuthError, PermissionError } from '../src/api/index.ts';
+import { DetailFetcher } from '../src/sync/detail-fetcher.ts';
+import { objectPayload, PayloadCheckError, type JobContext } from '../src/worker/job-context.ts';
+import { fatalReason, UnrecoverableError, type FetchDetailsPayload, type FetchDetailsResult } from '../src/worker/remote-details.ts';
+import type { StagedBatch } from '../src/worker/staging-store.ts';
+
+// Fetches the details of a few runs under the shared budget and leaves them in a staged file for
+// the writer. Any worker runs it. A refused key or a missing scope fails the job for good (the
+// writer waiting on it stops the pass); a run that could not be fetched is reported in the file.
+
+const MAX_IDS = 500;
+
+export function checkPayload(payload: unknown): FetchDetailsPayload {
+  const p = objectPayload(payload, 'fetch-details');
+  const ids = p.ids;
+  if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_IDS || !ids.every((x) => typeof x === 'string' && x.length > 0 && x.length <= 200)) {
+    throw new PayloadCheckError(`fetch-details: ids must be 1 to ${MAX_IDS} run ids`);
+  }
+  return { ids: ids as string[] };
+}
+
+export default async function fetchDetails(payload: unknown, ctx: JobContext): Promise<FetchDetailsResult> {
+  const { ids } = checkPayload(payload);
+  const fetcher = new DetailFetcher(ctx.deps.api, ctx.deps.settings.detailConcurrency, ctx.signal);
+  let results;
+  try {
+    results = (await fetcher.fetch(ids)).results;
+  } catch (e) {
+    if (e instanceof AuthError || e instanceof PermissionError) throw new UnrecoverableError(fatalReason(e));
+    throw e;
+  } finally {
+    fetcher.close();
+  }
+  const batch: StagedBatch = { details: [], invalid: [], failures: [] };
+  for (const r of results) {
+    if (r.ok) batch.details.push({ id: r.id, detail: r.detail });
+    else {
+      const e = r.error;
+      batch.failures.push({ id: r.id, kind: e.name, detail: e.message, endpoint: e.endpoint, status: e.status, code: e.code, requestId: e.requestId });
+    }
+  }
+  for (const r of ctx.deps.reports.drainRecords('runs.get', new Set(ids))) {
+    batch.invalid.push({ endpoint: r.endpoint, recordId: r.recordId, requestId: r.requestId, problems: r.problems, record: r.record });
+  }
+  const file = await ctx.staging.write(`details-${ctx.job.id ?? Date.now()}`, batch);
+  return { file, ok: batch.details.length, failed: batch.failures.length };
+}

@@ -1,0 +1,29 @@
+import { runPass, type PassResult } from '../src/sync/sync-pass.ts';
+import { objectPayload, PayloadCheckError, type JobContext } from '../src/worker/job-context.ts';
+import { settleFailure } from '../src/worker/job-outcome.ts';
+
+// The scheduled runs pass (every 5 minutes by default; with `reconcile`, daily): the live window,
+// the open runs, the details that failed before, then the Parquet export. Details are fetched by
+// the whole fleet; this job, the only writer at a time, loads them as they arrive. The catalog has
+// its own schedule.
+
+export interface RunsPassPayload {
+  reconcile?: boolean;
+}
+
+export function checkPayload(payload: unknown): RunsPassPayload {
+  const p = objectPayload(payload ?? {}, 'runs-pass');
+  if (p.reconcile !== undefined && typeof p.reconcile !== 'boolean') throw new PayloadCheckError('runs-pass: reconcile must be true or false');
+  return { reconcile: p.reconcile === true };
+}
+
+export default async function runsPass(payload: unknown, ctx: JobContext): Promise<Pick<PassResult, 'id' | 'status' | 'runs' | 'errors'>> {
+  const { reconcile } = checkPayload(payload);
+  await ctx.staging.sweep(6 * 3600_000);
+  try {
+    const r = await runPass(ctx.deps, { reconcile: reconcile === true, catalog: false });
+    return { id: r.id, status: r.status, runs: r.runs, errors: r.errors };
+  } catch (e) {
+    return settleFailure(ctx, e);
+  }
+}

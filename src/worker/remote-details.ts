@@ -1,0 +1,183 @@
+import { UnrecoverableError, type Job, type Queue, type QueueEvents } from 'bullmq';
+import { ApiError, AuthError, InvalidRecordError, NotFoundError, PermissionError, type EndpointName, type RunDetail } from '../api/index.ts';
+import type { DetailBatch, DetailResult, DetailSource } from '../sync/detail-fetcher.ts';
+import type { RecordReports } from '../sync/sync-types.ts';
+import type { StagedFailure, StagingStore } from './staging-store.ts';
+
+// Run details fetched by the worker fleet: the ids go out as small fetch-details jobs, any worker
+// (this one included) fetches them under the shared budget and leaves them in a staged file, and
+// the writer reads the file back. Files are removed once their rows are committed (release).
+// A fetch that found the key refused or a scope missing fails its job as unrecoverable, and that
+// stops every other wait, as it stops a local fetch.
+
+export interface FetchDetailsPayload {
+  ids: string[];
+}
+
+export interface FetchDetailsResult {
+  file: string;
+  ok: number;
+  failed: number;
+}
+
+/** A detail that failed in another process, as far as its error can be told from there. */
+export class RemoteFetchError extends ApiError {
+  readonly retriable = true;
+}
+
+/** The message an ApiError was built from: without the endpoint before it and the meta after. */
+function bare(f: { detail: string; endpoint: string }): string {
+  const d = f.detail.startsWith(`${f.endpoint}: `) ? f.detail.slice(f.endpoint.length + 2) : f.detail;
+  return d.replace(/ \((?:HTTP \d+|[a-z_]+|request_id)[^()]*\)$/, '');
+}
+
+export function rebuildError(f: StagedFailure): ApiError {
+  const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
+  if (f.kind === 'InvalidRecordError') return new InvalidRecordError(bare(f), info, [], f.id);
+  if (f.kind === 'NotFoundError') return new NotFoundError(bare(f), info);
+  return new RemoteFetchError(bare(f), info);
+}
+
+/** The failure a job's failedReason carries when the key or a scope stopped it. */
+export function fatalReason(e: AuthError | PermissionError): string {
+  return `fatal:${JSON.stringify({ kind: e.name, detail: e.message, endpoint: e.endpoint, status: e.status, code: e.code, requestId: e.requestId, scope: e instanceof PermissionError ? e.scope : null })}`;
+}
+
+function fatalFrom(reason: string | undefined): ApiError | null {
+  if (!reason?.startsWith('fatal:')) return null;
+  try {
+    const f = JSON.parse(reason.slice('fatal:'.length)) as StagedFailure & { scope: string | null };
+    const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
+    return f.kind === 'PermissionError' ? new PermissionError(bare(f), info, f.scope) : new AuthError(bare(f), info);
+  } catch {
+    return null;
+  }
+}
+
+export interface RemoteDetailsOptions {
+  queue: Queue;
+  events: QueueEvents;
+  staging: StagingStore;
+  reports: RecordReports;
+  signal: AbortSignal;
+  /** Runs per fetch job. */
+  chunk: number;
+}
+
+const POLL_MS = 2_000;
+
+export class RemoteDetails implements DetailSource {
+  private fatal: unknown = null;
+  private readonly waiters = new Set<(e: unknown) => void>();
+  private readonly onAbort: () => void;
+
+  constructor(private readonly o: RemoteDetailsOptions) {
+    this.onAbort = () => this.stop(o.signal.reason);
+    o.signal.addEventListener('abort', this.onAbort, { once: true });
+  }
+
+  async fetch(ids: readonly string[]): Promise<DetailBatch> {
+    const chunks: string[][] = [];
+    for (let i = 0; i < ids.length; i += this.o.chunk) chunks.push(ids.slice(i, i + this.o.chunk));
+    const files: string[] = [];
+    const parts = await Promise.all(
+      chunks.map(async (c) => {
+        const file = await this.one(c);
+        files.push(file);
+        return this.readBack(file, c);
+      }),
+    );
+    if (this.fatal !== null) throw this.fatal;
+    return {
+      results: parts.flat(),
+      release: async () => {
+        for (const f of files) await this.o.staging.remove(f);
+      },
+    };
+  }
+
+  close(): void {
+    this.o.signal.removeEventListener('abort', this.onAbort);
+    this.stop(new Error('closed'));
+  }
+
+  private stop(reason: unknown): void {
+    if (this.fatal === null) this.fatal = reason ?? new Error('stopped');
+    for (const w of this.waiters) w(this.fatal);
+    this.waiters.clear();
+  }
+
+  private async one(ids: string[]): Promise<string> {
+    if (this.fatal !== null) throw this.fatal;
+    const payload: FetchDetailsPayload = { ids };
+    const job = await this.o.queue.add('fetch-details', payload, {
+      attempts: 4,
+      backoff: { type: 'exponential', delay: 1000 },
+      removeOnComplete: { age: 3600, count: 2000 },
+      removeOnFail: { age: 24 * 3600, count: 2000 },
+    });
+    const result = (await this.finished(job)) as FetchDetailsResult;
+    return result.file;
+  }
+
+  /** Waits on the queue's events, and polls as well: events sent while Redis was away are lost. */
+  private finished(job: Job): Promise<unknown> {
+    return new Promise((resolve, reject) => {
+      let done = false;
+      const finish = (f: () => void) => {
+        if (done) return;
+        done = true;
+        clearInterval(timer);
+        this.waiters.delete(fail);
+        f();
+      };
+      const fail = (e: unknown) => finish(() => reject(e));
+      const failed = (reason: string | undefined) => {
+        const fatal = fatalFrom(reason);
+        if (fatal) {
+          this.stop(fatal);
+          fail(fatal);
+        } else fail(new RemoteFetchError(`the fetch job ${job.id} failed: ${reason ?? 'no reason given'}`, { endpoint: 'runs.get' }));
+      };
+      this.waiters.add(fail);
+      job.waitUntilFinished(this.o.events).then(
+        (v) => finish(() => resolve(v)),
+        (e: unknown) => failed(e instanceof Error ? e.message : String(e)),
+      );
+      const timer = setInterval(() => {
+        void (async () => {
+          const state = await this.o.queue.getJobState(job.id as string).catch(() => 'unknown');
+          if (state === 'completed') {
+            const j = await this.o.queue.getJob(job.id as string);
+            if (j) finish(() => resolve(j.returnvalue));
+          } else if (state === 'failed') {
+            const j = await this.o.queue.getJob(job.id as string);
+            failed(j?.failedReason);
+          } else if (state === 'unknown') {
+            // Gone (Redis lost it): ask again.
+            finish(() => resolve(this.one(job.data.ids as string[]).then((file) => ({ file }))));
+          }
+        })();
+      }, POLL_MS);
+    });
+  }
+
+  private async readBack(file: string, ids: string[]): Promise<DetailResult[]> {
+    const batch = await this.o.staging.read(file);
+    for (const r of batch.invalid) {
+      this.o.reports.push({ endpoint: r.endpoint as EndpointName, recordId: r.recordId, requestId: r.requestId, problems: r.problems, record: r.record });
+    }
+    const out: DetailResult[] = [];
+    const details = new Map(batch.details.map((d) => [d.id, d.detail as RunDetail]));
+    const failures = new Map(batch.failures.map((f) => [f.id, f]));
+    for (const id of ids) {
+      const d = details.get(id);
+      const f = failures.get(id);
+      if (d !== undefined) out.push({ id, ok: true, detail: d });
+      else out.push({ id, ok: false, error: f ? rebuildError(f) : new RemoteFetchError('the fetch job returned nothing for this run', { endpoint: 'runs.get' }) });
+    }
+    return out;
+  }
+}
+
+export { UnrecoverableError };

@@ -1,0 +1,63 @@
+import { ConfigError } from '../config/config-error.ts';
+import { parseDuration } from '../util/timestamp.ts';
+
+// The worker's own settings, from the environment: schedules (cron, UTC), concurrency, the Redis
+// key prefix, the staging directory and the shutdown grace.
+
+export interface WorkerSettings {
+  /** BullMQ key prefix: several deployments (or tests) can share one Redis. */
+  prefix: string;
+  /** Cron patterns, evaluated in UTC (six fields for seconds); null: not scheduled. */
+  schedules: { runs: string | null; catalog: string | null; reconcile: string | null };
+  /** Fetch jobs one process runs at once. */
+  fetchConcurrency: number;
+  /** Runs per fetch job. */
+  fetchChunk: number;
+  /** Where fetchers leave details for the writer (a shared volume across machines). */
+  stagingDir: string;
+  /** How long SIGTERM waits for work in flight before handing it back. */
+  graceMs: number;
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+function value(env: Env, name: string): string | null {
+  const v = env[name]?.trim();
+  return v ? v : null;
+}
+
+function schedule(env: Env, name: string, fallback: string): string | null {
+  const v = value(env, name) ?? fallback;
+  if (v === 'off') return null;
+  const fields = v.split(/\s+/);
+  if (fields.length < 5 || fields.length > 6) throw new ConfigError(name, `must be a cron pattern of five or six fields (UTC), or off; got "${v}"`);
+  return v;
+}
+
+function positiveInt(env: Env, name: string, fallback: number): number {
+  const v = value(env, name);
+  if (v === null) return fallback;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new ConfigError(name, `must be a positive integer; got "${v}"`);
+  return n;
+}
+
+export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
+  const prefix = value(env, 'RUNSYNC_QUEUE_PREFIX') ?? 'runsync';
+  if (!/^[\w.-]{1,64}$/.test(prefix)) throw new ConfigError('RUNSYNC_QUEUE_PREFIX', 'may hold only letters, digits, dots, dashes and underscores');
+  const grace = value(env, 'RUNSYNC_SHUTDOWN_GRACE');
+  const graceUs = grace === null ? 25_000_000 : parseDuration(grace);
+  if (graceUs === null || graceUs <= 0) throw new ConfigError('RUNSYNC_SHUTDOWN_GRACE', `must be a duration such as 25s; got "${grace}"`);
+  return {
+    prefix,
+    schedules: {
+      runs: schedule(env, 'RUNSYNC_SCHEDULE_RUNS', '*/5 * * * *'),
+      catalog: schedule(env, 'RUNSYNC_SCHEDULE_CATALOG', '0 * * * *'),
+      reconcile: schedule(env, 'RUNSYNC_SCHEDULE_RECONCILE', '30 3 * * *'),
+    },
+    fetchConcurrency: positiveInt(env, 'RUNSYNC_FETCH_CONCURRENCY', 4),
+    fetchChunk: positiveInt(env, 'RUNSYNC_FETCH_CHUNK', 10),
+    stagingDir: value(env, 'RUNSYNC_STAGING_DIR') ?? `${warehouseDir}/staging`,
+    graceMs: Math.round(graceUs / 1000),
+  };
+}
