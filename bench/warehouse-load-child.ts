@@ -18,7 +18,8 @@ import { openWarehouse } from '../src/warehouse/warehouse-open.ts';
 import { sqlRunner } from '../src/warehouse/warehouse-sql.ts';
 import type { SqlRunner } from '../src/warehouse/warehouse-types.ts';
 
-async function* batches(file: string, n: number, size: number): AsyncGenerator<{ objects: unknown[]; texts: string[] }> {
+/** Batches of parsed run details; with their input text too only when `withTexts` (staging). */
+async function* batches(file: string, n: number, size: number, withTexts = false): AsyncGenerator<{ objects: unknown[]; texts: string[] }> {
   let objects: unknown[] = [];
   let texts: string[] = [];
   let seen = 0;
@@ -26,7 +27,7 @@ async function* batches(file: string, n: number, size: number): AsyncGenerator<{
     if (!line) continue;
     if (seen++ >= n) break;
     objects.push(JSON.parse(line));
-    texts.push(line);
+    if (withTexts) texts.push(line);
     if (objects.length === size) {
       yield { objects, texts };
       objects = [];
@@ -37,6 +38,11 @@ async function* batches(file: string, n: number, size: number): AsyncGenerator<{
 }
 
 const peakRssMb = () => process.resourceUsage().maxRSS / 1024;
+/** CPU time of the whole process (every thread, DuckDB's included), in ms. */
+const cpuMs = () => {
+  const u = process.cpuUsage();
+  return (u.user + u.system) / 1000;
+};
 
 async function childRows(db: SqlRunner): Promise<number> {
   const [r] = await db.all<{ n: bigint }>(`SELECT (SELECT count(*) FROM run_messages) + (SELECT count(*) FROM run_steps) + (SELECT count(*) FROM run_evaluations) AS n`);
@@ -46,15 +52,19 @@ async function childRows(db: SqlRunner): Promise<number> {
 async function load(file: string, n: number, dir: string, batch: number, memoryLimit?: string): Promise<object> {
   // Reading and parsing the input stands for the API client's work: timed alone first, and taken
   // out of the loading time below.
+  const startRssMb = process.memoryUsage().rss / 1024 / 1024;
   const tParse = performance.now();
+  const cParse = cpuMs();
   for await (const b of batches(file, n, batch)) if (b.objects.length === 0) throw new Error('empty batch');
   const parseMs = performance.now() - tParse;
+  const parseCpuMs = cpuMs() - cParse;
 
   const wh = await openWarehouse(dir, memoryLimit ? { memoryLimit } : {});
   // Two batches in flight: the next is checked and archived while DuckDB merges the previous.
   let runs = 0;
   let inflight: Promise<unknown> | null = null;
   const t0 = performance.now();
+  const c0 = cpuMs();
   for await (const b of batches(file, n, batch)) {
     const next = loadRunDetails(wh, b.objects).then((r) => {
       runs += r.inserted + r.updated;
@@ -66,6 +76,7 @@ async function load(file: string, n: number, dir: string, batch: number, memoryL
   await wh.run('CHECKPOINT');
   const wallMs = performance.now() - t0;
   const loadMs = wallMs - parseMs;
+  const loadCpuMs = cpuMs() - c0 - parseCpuMs;
   const rows = await childRows(wh);
   const loadRss = peakRssMb();
   const tExport = performance.now();
@@ -73,14 +84,14 @@ async function load(file: string, n: number, dir: string, batch: number, memoryL
   const e = await exportParquet(wh, { full: true });
   const exportMs = performance.now() - tExport;
   await wh.close();
-  return { runs, childRows: rows, wallMs, loadMs, parseMs, exportMs, exportFiles: e.written.length, loadPeakRssMb: loadRss, peakRssMb: peakRssMb() };
+  return { runs, childRows: rows, wallMs, loadMs, parseMs, loadCpuMs, startRssMb, exportMs, exportFiles: e.written.length, loadPeakRssMb: loadRss, peakRssMb: peakRssMb() };
 }
 
 async function staging(file: string, n: number, dir: string, batch: number): Promise<object> {
   // Archive-read: DuckDB stages straight from the raw archive file (what the loader does).
   const a = await openWarehouse(join(dir, 'archive-read'));
   let archiveMs = 0;
-  for await (const b of batches(file, n, batch)) {
+  for await (const b of batches(file, n, batch, true)) {
     const w = await ArchiveWriter.open(a.dir, 'runs', a.now());
     for (let i = 0; i < b.texts.length; i++) {
       await w.append({ kind: 'payload', id: null, updatedAt: null, fetchedAt: a.now(), listedAt: null, payload: b.texts[i] as string });
@@ -135,6 +146,7 @@ async function ceiling(file: string, dir: string): Promise<object> {
     steps:'STRUCT(id VARCHAR, "order" BIGINT, "timestamp" TIMESTAMPTZ, "type" VARCHAR, title VARCHAR, content VARCHAR, status VARCHAR, duration_seconds DOUBLE, tool STRUCT(name VARCHAR, "type" VARCHAR, input JSON, output JSON, redacted BOOLEAN, truncated BOOLEAN, error VARCHAR))[]',
     evaluation_attributes:'STRUCT(id VARCHAR, attribute_id VARCHAR, name VARCHAR, description VARCHAR, value VARCHAR, recorded_at TIMESTAMPTZ)[]'}`;
   const t0 = performance.now();
+  const c0 = cpuMs();
   await db.run(`CREATE TEMP TABLE p AS SELECT * FROM read_json('${file}', format = 'newline_delimited', maximum_object_size = 1000000000, columns = ${struct})`);
   await db.run(`CREATE TABLE runs AS SELECT id, created_at, updated_at, status, "source", duration_seconds,
     ticket.id AS ticket_id, ticket.title AS ticket_title, ticket.url AS ticket_url,
@@ -155,11 +167,12 @@ async function ceiling(file: string, dir: string): Promise<object> {
   await db.run(`CREATE TABLE run_evaluations AS SELECT id AS run_id, unnest(evaluation_attributes, recursive := true) FROM p`);
   await db.run('CHECKPOINT');
   const ms = performance.now() - t0;
+  const cpu = cpuMs() - c0;
   const runs = Number((await db.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`))[0]?.n ?? 0);
   const rows = await childRows(db);
   db.connection.closeSync();
   inst.closeSync();
-  return { ms, runs, childRows: rows };
+  return { ms, cpuMs: cpu, runs, childRows: rows };
 }
 
 const [mode, ...args] = process.argv.slice(2);

@@ -4,8 +4,10 @@ declare module 'parquetjs-lite' {
     type?: string;
     optional?: boolean;
     repeated?: boolean;
-    compression?: 'UNCOMPRESSED' | 'GZIP' | 'SNAPPY';
+    compression?: 'UNCOMPRESSED' | 'GZIP' | 'SNAPPY' | 'BROTLI';
     encoding?: string;
+    /** false: no min/max statistics for the column. */
+    statistics?: boolean;
     fields?: Record<string, FieldDefinition>;
   }
 
@@ -18,6 +20,8 @@ declare module 'parquetjs-lite' {
     rowGroupSize?: number;
     pageSize?: number;
     useDataPageV2?: boolean;
+    /** false: no column and offset index. */
+    pageIndex?: boolean;
     flags?: string;
     mode?: number;
   }

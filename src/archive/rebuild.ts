@@ -12,10 +12,10 @@ import { applyToolOptions } from '../warehouse/load-tool-options.ts';
 import { flattenToolOption } from '../warehouse/flatten-catalog.ts';
 import { CATALOG_TABLES, type CatalogTable } from '../warehouse/spec-catalog.ts';
 import { openWarehouse } from '../warehouse/warehouse-open.ts';
-import { quoteLiteral } from '../warehouse/warehouse-sql.ts';
+import { quoteIdent, quoteLiteral } from '../warehouse/warehouse-sql.ts';
 import { DB_FILE, type Warehouse, type WarehouseOptions } from '../warehouse/warehouse-types.ts';
 import { ArchiveWriter } from './archive-writer.ts';
-import { listArchiveFiles } from './archive-paths.ts';
+import { ARCHIVE_ENDPOINTS, listArchiveFiles } from './archive-paths.ts';
 
 // Re-derives every table from the raw archive, with no API call: every archive file is replayed,
 // in the order the loads committed, through the same merge as when it was loaded (run batches,
@@ -66,10 +66,7 @@ export async function rebuildInPlace(dir: string, options: WarehouseOptions = {}
     await current.serial(async () => {
       await current.run(`ATTACH ${quoteLiteral(fresh)} AS fresh`);
       try {
-        for (const t of ['_sync_state', '_sync_audit', '_sync_open_runs']) {
-          await current.run(`DELETE FROM fresh.${t}`);
-          await current.run(`INSERT INTO fresh.${t} SELECT * FROM ${t}`);
-        }
+        await carryBookkeeping(current);
       } finally {
         await current.run('DETACH fresh');
       }
@@ -83,6 +80,28 @@ export async function rebuildInPlace(dir: string, options: WarehouseOptions = {}
     await current.close();
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+// Bookkeeping the archive cannot re-derive: every _sync table (watermarks, cursors, audit, open
+// runs, and whatever later migrations add) is carried over as it is, except the schema ledger,
+// which the fresh file has written itself. Refusals are re-derived for the endpoints the archive
+// keeps, and carried over for any other; export marks are merged, so nothing owed is forgotten.
+const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty']);
+
+async function carryBookkeeping(db: Warehouse): Promise<void> {
+  const tables = await db.all<{ t: string }>(
+    `SELECT a.table_name AS t FROM duckdb_tables() a JOIN duckdb_tables() b ON a.table_name = b.table_name
+     WHERE a.database_name = current_database() AND a.schema_name = 'main' AND b.database_name = 'fresh' AND b.schema_name = 'main'
+       AND a.table_name LIKE '\\_sync%' ESCAPE '\\' ORDER BY 1`,
+  );
+  for (const { t } of tables) {
+    if (DERIVED.has(t)) continue;
+    await db.run(`DELETE FROM fresh.${quoteIdent(t)}`);
+    await db.run(`INSERT INTO fresh.${quoteIdent(t)} BY NAME SELECT * FROM ${quoteIdent(t)}`);
+  }
+  const kept = ARCHIVE_ENDPOINTS.map(quoteLiteral).join(', ');
+  await db.run(`INSERT INTO fresh._sync_rejected BY NAME SELECT * FROM _sync_rejected WHERE endpoint NOT IN (${kept})`);
+  await db.run(`INSERT INTO fresh._sync_export_dirty BY NAME SELECT * FROM _sync_export_dirty`);
 }
 
 function fileList(files: readonly string[]): string {

@@ -1,5 +1,5 @@
 import type { Micros } from '../util/timestamp.ts';
-import { asArray, asObject, flattenColumns, PayloadError, utcDate, type Row } from './flatten-values.ts';
+import { asArray, asObject, checkColumns, flattenColumns, PayloadError, utcDate, type Row } from './flatten-values.ts';
 import { RUN_CHILDREN, RUN_COLUMNS, type ChildTableSpec } from './spec-runs.ts';
 
 // A run detail as rows of runs, run_messages, run_steps and run_evaluations. Pure: the same
@@ -24,10 +24,27 @@ export function flattenRunDetail(detail: unknown): RunRows {
   return walk(detail, true) as RunRows;
 }
 
-/** Everything flattenRunDetail checks, without building the rows' JSON text. */
+/**
+ * Everything flattenRunDetail checks, without building rows or JSON text: the loader checks every
+ * payload and lets DuckDB do the flattening, so this runs once per run detail loaded.
+ */
 export function checkRunDetail(detail: unknown): RunIdentity {
-  const rows = walk(detail, false);
-  return identityOf(rows.run);
+  const obj = asObject(detail, '');
+  const run = flattenColumns(obj, RUN_COLUMNS, '', {}, false);
+  const identity = identityOf(run);
+  for (const spec of RUN_CHILDREN) {
+    const items = asArray(obj[spec.member], spec.member);
+    const seen = new Set<string>();
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i];
+      if (item === null || typeof item !== 'object' || Array.isArray(item)) asObject(item, `${spec.member}[${i}]`);
+      // Cells are read and dropped; the prefix of a member's name is built only for an error.
+      const id = checkColumns(item as Record<string, unknown>, spec.columns, () => `${spec.member}[${i}].`);
+      if (seen.has(id)) throw new PayloadError(`${spec.member}[${i}].id`, `duplicate id ${JSON.stringify(id)} within ${spec.member}`);
+      seen.add(id);
+    }
+  }
+  return identity;
 }
 
 function identityOf(run: Row): RunIdentity {

@@ -141,6 +141,49 @@ export function memberAt(obj: Record<string, unknown>, path: readonly string[], 
   return cur;
 }
 
+/**
+ * Checks the cells of one object as flattenColumns would read them, keeping none, and returns
+ * the `id` cell. `where` is asked for only when a cell is refused.
+ */
+export function checkColumns(obj: Record<string, unknown>, columns: readonly ColumnSpec[], where: () => string): string {
+  let id = '';
+  for (const spec of columns) {
+    const path = spec.path;
+    let value: unknown = obj;
+    for (let i = 0; i < path.length; i++) {
+      if (value === undefined || value === null) break;
+      // A parent that is not an object: memberAt says so, naming it.
+      if (typeof value !== 'object' || Array.isArray(value)) memberAt(obj, path, where());
+      value = (value as Record<string, unknown>)[path[i] as string];
+    }
+    if (value === null || value === undefined ? spec.required === true : !fits(value, spec.kind)) readCell(value, spec, where(), false);
+    if (spec.name === 'id') id = value as string;
+  }
+  return id;
+}
+
+/** Whether a present value is certainly accepted by readCell for a column of this kind. */
+function fits(value: unknown, kind: ColumnKind): boolean {
+  switch (kind) {
+    case 'text':
+      return typeof value === 'string';
+    case 'boolean':
+      return typeof value === 'boolean';
+    case 'double':
+      return typeof value === 'number' && Number.isFinite(value);
+    case 'bigint':
+      return typeof value === 'number' && Number.isSafeInteger(value);
+    case 'json':
+      return true;
+    case 'timestamptz':
+      return typeof value === 'string' && parseStrictTimestamp(value) !== null;
+    case 'text_list':
+      if (!Array.isArray(value)) return false;
+      for (const item of value) if (item !== null && typeof item !== 'string') return false;
+      return true;
+  }
+}
+
 export function flattenColumns(obj: Record<string, unknown>, columns: readonly ColumnSpec[], where: string, into: Row = {}, jsonText = true): Row {
   for (const spec of columns) into[spec.name] = readCell(memberAt(obj, spec.path, where), spec, where, jsonText);
   return into;

@@ -23,3 +23,5 @@ export {
 export { PayloadError, type Cell, type Row, type ColumnSpec, type ColumnKind } from './flatten-values.ts';
 export { maskToolSecrets, maskValue, isMasked, MASK_PREFIX } from './mask-secrets.ts';
 export { CATALOG_TABLES, type CatalogTable } from './spec-catalog.ts';
+export { exportParquet, type ExportOptions, type ExportResult } from '../export/export-parquet.ts';
+export { rebuildInPlace, rebuildInto, type RebuildResult } from '../archive/rebuild.ts';

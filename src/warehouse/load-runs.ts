@@ -5,7 +5,7 @@ import { PayloadError } from './flatten-values.ts';
 import { toJsonText } from './json-text.ts';
 import { insertRejected, type RejectedPayload } from './load-rejected.ts';
 import { RUN_CHILDREN } from './spec-runs.ts';
-import { COUNT_SQL, DATES_SQL, insertChildSql, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
+import { COUNT_SQL, insertChildSql, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
 import { runBookkeeping } from './warehouse-sql.ts';
 import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
 
@@ -124,9 +124,11 @@ export type MergeCounts = Pick<RunLoadResult, 'inserted' | 'updated' | 'unchange
 export async function stageAndMerge(tx: SqlRunner, files: readonly string[]): Promise<MergeCounts> {
   await tx.run(stageSql(files));
   await tx.run(PICK_SQL);
-  const [c] = await tx.all<Record<string, bigint | number | null>>(COUNT_SQL);
-  const dates = await tx.all<{ d: string }>(DATES_SQL);
-  for (const sql of mergeSql()) await tx.run(sql);
+  const [c] = await tx.all<Record<string, bigint | number | string | string[] | null>>(COUNT_SQL);
+  const from = c?.replaced_from;
+  const to = c?.replaced_to;
+  const range = typeof from === 'string' && typeof to === 'string' ? { from, to } : null;
+  for (const sql of mergeSql(range)) await tx.run(sql);
   let childRows = 0;
   for (const child of RUN_CHILDREN) {
     const [inserted] = await tx.all<{ Count: bigint }>(insertChildSql(child));
@@ -141,7 +143,7 @@ export async function stageAndMerge(tx: SqlRunner, files: readonly string[]): Pr
     stale: n('stale'),
     duplicates: n('staged') - n('picked'),
     childRows,
-    createdDates: dates.map((d) => d.d),
+    createdDates: Array.isArray(c?.dates) ? c.dates : [],
   };
 }
 

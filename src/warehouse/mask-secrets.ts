@@ -6,16 +6,19 @@ import { createHash } from 'node:crypto';
 // left alone, so masking what the archive holds again (rebuild) gives the same tables.
 //
 // What counts as secret: the value of a header named like authorization, cookie, key, token,
-// secret, password, credential, session or signature; every scalar under such a member of an
-// `auth` object (and `value`, which holds the key of api-key auth); the password of a URL and
-// query parameters named like a secret in an `endpoint`. The walk covers the whole object, not
+// secret, password, credential, session or signature (headers given as an array of {name, value}
+// or as an object); every scalar under such a member of an `auth` object (and members named
+// `value` or `…_value`, which hold the key of api-key auth; not urls, types or names); an `auth`
+// that is a bare string; the password of a URL and query parameters named like a secret in an
+// `endpoint`. The walk covers the whole object, not
 // only `custom`, since which sub-object a tool type carries is not specified.
 
 export const MASK_PREFIX = '***masked:';
 const MASKED = /^\*\*\*masked:[0-9a-f]{8}$/;
-const SECRET_NAME = /authorization|cookie|key|token|secret|passw|credential|session|signature|private/i;
-const AUTH_SECRET_NAME = new RegExp(`${SECRET_NAME.source}|^value$`, 'i');
-const NOT_SECRET = /(?:url|uri|endpoint)$|^type$|^header(?:_name)?$|^scheme$/i;
+const SECRET_NAME = /authorization|cookie|key|token|secret|passw|passphrase|^pass$|credential|session|signature|private|bearer|jwt|assertion/i;
+// In an auth object a bare `value` (or `header_value`, `key_value`...) holds the secret itself.
+const AUTH_SECRET_NAME = new RegExp(`${SECRET_NAME.source}|value$`, 'i');
+const NOT_SECRET = /(?:url|uri|endpoint|name)$|^type$|^header$|^scheme$/i;
 
 export function isMasked(value: string): boolean {
   return MASKED.test(value);
@@ -42,7 +45,10 @@ function walk(node: Record<string, unknown> | unknown[]): void {
   }
   for (const [key, value] of Object.entries(node)) {
     if (key === 'headers' && Array.isArray(value)) maskHeaders(value);
+    else if (key === 'headers' && value !== null && typeof value === 'object') maskHeaderMap(value as Record<string, unknown>);
     else if (key === 'auth' && value !== null && typeof value === 'object') maskAuth(value as Record<string, unknown>);
+    // An auth given as one string ("Bearer …") is the secret itself.
+    else if (key === 'auth' && (typeof value === 'string' || typeof value === 'number')) node[key] = maskScalar(value);
     else if (key === 'endpoint' && typeof value === 'string') node[key] = maskUrl(value);
     if (value !== null && typeof value === 'object') walk(value as Record<string, unknown>);
   }
@@ -55,6 +61,13 @@ function maskHeaders(headers: unknown[]): void {
     if (typeof header.name === 'string' && SECRET_NAME.test(header.name) && header.value !== undefined && header.value !== null) {
       header.value = maskScalar(header.value);
     }
+  }
+}
+
+/** Headers as an object of name to value, rather than the spec's array of {name, value}. */
+function maskHeaderMap(headers: Record<string, unknown>): void {
+  for (const [name, value] of Object.entries(headers)) {
+    if (SECRET_NAME.test(name) && value !== null && typeof value !== 'object') headers[name] = maskScalar(value);
   }
 }
 

@@ -93,9 +93,22 @@ SELECT DISTINCT 'runs', d FROM (
   UNION ALL SELECT old_created_date FROM _stage_pick WHERE ${APPLIED} AND old_created_date IS NOT NULL
 )`;
 
-export function deleteSql(): string[] {
-  const ids = `SELECT id FROM _stage_pick WHERE ${APPLIED}`;
-  return [...RUN_CHILDREN.map((c) => `DELETE FROM ${c.table} WHERE run_id IN (${ids})`), `DELETE FROM runs WHERE id IN (${ids})`];
+/** The stored created_date range of the runs a batch replaces (null when it replaces none). */
+export interface ReplacedRange {
+  from: string;
+  to: string;
+}
+
+/**
+ * Deletes the stored rows of the runs the batch replaces. New runs have nothing to delete, so a
+ * batch of only new runs deletes nothing and scans nothing; otherwise the created_date range
+ * lets DuckDB skip, by its min/max per row group, the stored rows of other days.
+ */
+export function deleteSql(range: ReplacedRange | null): string[] {
+  if (range === null) return [];
+  const ids = `SELECT id FROM _stage_pick WHERE verdict IN ('newer', 'changed')`;
+  const days = `created_date BETWEEN ${quoteLiteral(range.from)}::DATE AND ${quoteLiteral(range.to)}::DATE`;
+  return [...RUN_CHILDREN.map((c) => `DELETE FROM ${c.table} WHERE ${days} AND run_id IN (${ids})`), `DELETE FROM runs WHERE ${days} AND id IN (${ids})`];
 }
 
 export function insertRunsSql(): string {
@@ -116,17 +129,20 @@ SELECT ${exprs.join(', ')} FROM (
 }
 
 /** Everything but the child inserts, whose counts the loader reads. */
-export function mergeSql(): string[] {
-  return [DIRTY_SQL, ...deleteSql(), insertRunsSql()];
+export function mergeSql(range: ReplacedRange | null): string[] {
+  return [DIRTY_SQL, ...deleteSql(range), insertRunsSql()];
 }
 
-/** Counts of the judged batch. */
+/** Counts of the judged batch, and the stored created_date range of the runs it replaces. */
 export const COUNT_SQL = `SELECT
   (SELECT count(*) FROM _stage_run) AS staged,
-  (SELECT count(*) FROM _stage_pick) AS picked,
-  (SELECT count(*) FROM _stage_pick WHERE verdict = 'new') AS inserted,
-  (SELECT count(*) FROM _stage_pick WHERE verdict IN ('newer', 'changed')) AS updated,
-  (SELECT count(*) FROM _stage_pick WHERE verdict = 'unchanged') AS unchanged,
-  (SELECT count(*) FROM _stage_pick WHERE verdict = 'stale') AS stale`;
+  count(*) AS picked,
+  count(*) FILTER (WHERE verdict = 'new') AS inserted,
+  count(*) FILTER (WHERE verdict IN ('newer', 'changed')) AS updated,
+  count(*) FILTER (WHERE verdict = 'unchanged') AS unchanged,
+  count(*) FILTER (WHERE verdict = 'stale') AS stale,
+  CAST(min(old_created_date) FILTER (WHERE verdict IN ('newer', 'changed')) AS VARCHAR) AS replaced_from,
+  CAST(max(old_created_date) FILTER (WHERE verdict IN ('newer', 'changed')) AS VARCHAR) AS replaced_to,
+  list(DISTINCT CAST(created_date AS VARCHAR) ORDER BY CAST(created_date AS VARCHAR)) FILTER (WHERE ${APPLIED}) AS dates
+FROM _stage_pick`;
 
-export const DATES_SQL = `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM _stage_pick WHERE ${APPLIED} ORDER BY d`;

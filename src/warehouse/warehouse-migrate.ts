@@ -67,7 +67,8 @@ export async function pendingMigrations(db: SqlRunner, migrations: readonly Migr
   const known = new Map(migrations.map((m) => [m.version, m]));
   for (const a of done) {
     const m = known.get(a.version);
-    if (!m) throw new WarehouseSchemaError(`the warehouse has schema migration ${a.name}, which this runsync does not know; use a newer runsync`);
+    // Same number, other name: a different migration (e.g. from another branch), not this one.
+    if (!m || m.name !== a.name) throw new WarehouseSchemaError(`the warehouse has schema migration ${a.name}, which this runsync does not know; use a newer runsync`);
     if (m.checksum !== a.checksum) logger?.warn({ migration: a.name }, 'a schema file changed after it was applied; it is not applied again');
   }
   const doneSet = new Set(done.map((a) => a.version));

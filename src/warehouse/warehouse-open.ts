@@ -13,7 +13,7 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // Opens <dir>/runsync.duckdb, migrating it when writable. A file held by another process gives a
 // WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
 
-export const DEFAULT_MEMORY_LIMIT = '256MB';
+export const DEFAULT_MEMORY_LIMIT = '128MB';
 
 /** Wall-clock microseconds (Date alone has only milliseconds). */
 export function systemMicros(): Micros {

@@ -11,7 +11,7 @@ export interface WarehouseOptions {
   logger?: Logger;
   /** Mask secrets of custom tools before anything is written (default true). */
   maskSecrets?: boolean;
-  /** DuckDB's memory_limit, e.g. '512MB' (default 256MB; DuckDB spills beyond it). */
+  /** DuckDB's memory_limit, e.g. '512MB' (default 128MB; DuckDB spills to disk beyond it). */
   memoryLimit?: string;
   /** DuckDB worker threads (default: DuckDB's, the core count). */
   threads?: number;

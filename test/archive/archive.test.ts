@@ -2,6 +2,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import parquet from 'parquetjs-lite';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { registerArchiveCodec } from '../../src/archive/archive-codec.ts';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../../src/archive/archive-paths.ts';
 import { rebuildInPlace, rebuildInto } from '../../src/archive/rebuild.ts';
 import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
@@ -44,8 +45,9 @@ describe('raw archive', () => {
     expect(viaDuck.map((x) => JSON.parse(x.payload))).toEqual(details);
     expect(viaDuck.every((x) => x.f === 1_772_323_200_123_456n)).toBe(true);
     const codecs = await wh.all<{ c: string }>(`SELECT DISTINCT compression AS c FROM parquet_metadata('${r.archiveFile}') WHERE path_in_schema = 'payload'`);
-    expect(codecs).toEqual([{ c: 'SNAPPY' }]);
+    expect(codecs).toEqual([{ c: 'BROTLI' }]);
 
+    registerArchiveCodec(); // parquetjs-lite's Brotli codec is supplied by runsync
     const reader = await parquet.ParquetReader.openFile(r.archiveFile as string);
     const cursor = reader.getCursor();
     const ids: unknown[] = [];
@@ -132,6 +134,16 @@ describe('rebuild', () => {
   it('in place, keeps the sync bookkeeping and swaps the file', async () => {
     await syncFromSimulator(wh, 1);
     await wh.run(`INSERT INTO _sync_state VALUES ('runs.watermark', '"2026-03-01T00:00:00Z"', now())`);
+    await wh.run(`INSERT INTO _sync_audit (id, kind, started_at, counts) VALUES ('a1', 'sync', now(), '{"runs": 3}')`);
+    await wh.run(`INSERT INTO _sync_open_runs (run_id, reason) VALUES ('r-open', 'running')`);
+    // A refusal from outside the archive (a list page, say) is kept; the archive's own are re-derived.
+    await wh.run(`INSERT INTO _sync_rejected VALUES ('runs-list', NULL, now(), 'page 3: bad cursor', '{}')`);
+    const bookkeeping = async (db: Warehouse) => ({
+      audit: await db.all(`SELECT id, counts::VARCHAR AS c FROM _sync_audit`),
+      open: await db.all(`SELECT run_id, reason FROM _sync_open_runs`),
+      rejected: await db.all(`SELECT endpoint, reason FROM _sync_rejected ORDER BY ALL`),
+    });
+    const kept = await bookkeeping(wh);
     const before = await dumpAll(wh);
     await wh.run(`DELETE FROM run_steps`); // damage the tables: only the archive knows them now
     await wh.close();
@@ -139,6 +151,8 @@ describe('rebuild', () => {
     wh = await openWarehouse(join(tmp.dir, 'w'));
     expect(await dumpAll(wh)).toEqual(before);
     expect(await wh.all(`SELECT value::VARCHAR AS v FROM _sync_state WHERE key = 'runs.watermark'`)).toEqual([{ v: '"2026-03-01T00:00:00Z"' }]);
+    expect(await bookkeeping(wh)).toEqual(kept);
+    expect(kept.rejected).toContainEqual({ endpoint: 'runs-list', reason: 'page 3: bad cursor' });
     expect(readdirSync(wh.dir).filter((f) => f.startsWith('.rebuild'))).toEqual([]);
   });
 });

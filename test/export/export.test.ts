@@ -17,7 +17,7 @@ import { sqlRunner } from '../../src/warehouse/warehouse-sql.ts';
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
 import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
-import { clone, count, simWorld, tempDir } from '../warehouse/wh-kit.ts';
+import { clone, count, dumpAll, simWorld, tempDir } from '../warehouse/wh-kit.ts';
 
 const KIND = { tools: 'tool', agents: 'agent', guidelines: 'guideline', guardrails: 'guardrail', runbooks: 'runbook' } as const;
 
@@ -119,38 +119,46 @@ describe('parquet export', () => {
     expect(readdirSync(pq()).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
-  it('files are read back the same by parquetjs-lite, a second implementation', async () => {
+  it('every file is read back the same by parquetjs-lite, a second implementation', async () => {
+    // Odd values too: nulls everywhere, empty and null list items, unicode, big and deep JSON.
+    let deep: unknown = { leaf: '🙂' };
+    for (let i = 0; i < 200; i++) deep = i % 2 ? [deep] : { next: deep };
+    await loadRunDetails(wh, [
+      runDetail({ id: 'odd-nulls', agent: null, category: null, resolution: null, ticket: { id: '', title: '', url: null }, trigger: { ticket_tags: [] }, steps: [], conversation: [], evaluation_attributes: [] }),
+      runDetail({
+        id: 'odd-値', trigger: { ticket_tags: ['vip', null, '', '返品 📦'], message_text: 'line\nbreak \u0000 nul' },
+        steps: [{ id: 's', order: 1, timestamp: '2026-02-11T00:00:00.000001Z', type: 'tool_call', title: 'Ünïcödé', content: 'x'.repeat(200_000), status: 'completed', duration_seconds: 0,
+          tool: { name: 'n', type: 't', input: { big: 12345678901234567891n, deep }, output: ['a', 1.5, null, false, {}], redacted: true, truncated: true, error: null } }],
+      }),
+    ]);
     await exportParquet(wh);
-    const checks: [string, string, string][] = [
-      ['runs', 'created_at, id', `created_date = (SELECT min(created_date) FROM runs)`],
-      ['run_steps', 'run_id, ordinal, id', `created_date = (SELECT min(created_date) FROM runs)`],
-      ['run_messages', 'run_id, ordinal, id', `created_date = (SELECT max(created_date) FROM runs)`],
-      ['tools', 'id', 'true'],
-      ['agents', 'id', 'true'],
-      ['runbooks_history', 'id, valid_from', 'true'],
-    ];
-    for (const [table, order, where] of checks) {
-      const partitioned = RUN_EXPORT_TABLES.some((t) => t.name === table);
-      const [date] = partitioned ? await wh.all<{ d: string }>(`SELECT DISTINCT created_date::VARCHAR AS d FROM ${table} WHERE ${where}`) : [undefined];
-      const file = partitioned ? pq(table, `created_date=${date?.d}`, 'data.parquet') : pq(table, 'data.parquet');
-      const cols = (await wh.all<{ name: string; type: string }>(
+    let files = 0;
+    for (const t of ALL_EXPORT_TABLES) {
+      const cols = await wh.all<{ name: string; type: string }>(
         `SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = $1 AND column_name <> 'created_date' ORDER BY ordinal_position`,
-        [table],
-      ));
+        [t.name],
+      );
       const select = cols.map((c) => (c.type.startsWith('TIMESTAMP') ? `epoch_us("${c.name}") AS "${c.name}"` : `"${c.name}"`)).join(', ');
-      const expected = (await wh.connection.runAndReadAll(`SELECT ${select} FROM ${table} WHERE ${where} ORDER BY ${order}`)).getRowObjectsJson();
-      const got = await readWithParquetjs(file);
-      expect(got.length, table).toBe(expected.length);
-      expect(got.length, table).toBeGreaterThan(0);
-      for (let i = 0; i < got.length; i++) {
-        for (const c of cols) {
-          const want = expected[i]?.[c.name] ?? null;
-          const have = plain(got[i]?.[c.name], c.type);
-          if (c.type === 'JSON') expect(have === null ? null : JSON.parse(have as string), `${table}.${c.name}`).toEqual(want === null ? null : JSON.parse(want as string));
-          else expect(have, `${table}.${c.name}`).toEqual(want);
+      const parts = t.partitioned ? readdirSync(pq(t.name)).map((p) => [pq(t.name, p, 'data.parquet'), `created_date = '${p.slice('created_date='.length)}'::DATE`] as const) : [[pq(t.name, 'data.parquet'), 'true'] as const];
+      let rowsRead = 0;
+      for (const [file, where] of parts) {
+        const expected = (await wh.connection.runAndReadAll(`SELECT ${select} FROM ${t.name} WHERE ${where} ORDER BY ${t.orderBy}`)).getRowObjectsJson();
+        const got = await readWithParquetjs(file);
+        expect(got.length, file).toBe(expected.length);
+        for (let i = 0; i < got.length; i++) {
+          for (const c of cols) {
+            const want = expected[i]?.[c.name] ?? null;
+            const have = plain(got[i]?.[c.name], c.type);
+            if (c.type === 'JSON') expect(have === null ? null : JSON.parse(have as string), `${file} ${c.name}`).toEqual(want === null ? null : JSON.parse(want as string));
+            else expect(have, `${file} ${c.name}`).toEqual(want);
+          }
         }
+        rowsRead += got.length;
+        files++;
       }
+      expect(rowsRead, t.name).toBe(await count(wh, `SELECT count(*) FROM ${t.name}`));
     }
+    expect(files).toBeGreaterThan(ALL_EXPORT_TABLES.length);
   });
 
   it('rewrites only the partitions and tables that changed since the last export', async () => {
@@ -266,6 +274,7 @@ describe('runsync export and rebuild', () => {
   it('export writes the tree and says what it did; rebuild re-derives the tables', async () => {
     const dir = wh.dir;
     const runs = await count(wh, `SELECT count(*) FROM runs`);
+    const before = await dumpAll(wh);
     await wh.close();
     const out: string[] = [];
     const err: string[] = [];
@@ -279,6 +288,11 @@ describe('runsync export and rebuild', () => {
     expect(out[0]).toMatch(new RegExp(`^rebuilt .*runsync\\.duckdb from \\d+ archive file\\(s\\): ${runs} runs`));
     wh = await openWarehouse(dir);
     expect(await count(wh, `SELECT count(*) FROM runs`)).toBe(runs);
+    const after = await dumpAll(wh);
+    for (const table of Object.keys(before)) expect(after[table], table).toEqual(before[table]);
+    // The Parquet tree was rewritten from the rebuilt tables and matches them.
+    expect(out[1]).toMatch(/^rewrote the Parquet tree: \d+ file\(s\)/);
+    for (const t of ALL_EXPORT_TABLES) expect(await differences(t.name, t.partitioned), t.name).toBe(0);
   });
 
   it('rebuild refuses to empty a warehouse whose raw archive is missing', async () => {

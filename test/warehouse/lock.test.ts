@@ -6,10 +6,13 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { WarehouseLockedError } from '../../src/warehouse/warehouse-errors.ts';
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
+import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { DB_FILE } from '../../src/warehouse/warehouse-types.ts';
+import { runDetail } from './run-fixture.ts';
 import { tempDir } from './wh-kit.ts';
 
 const HOLDER = fileURLToPath(new URL('./hold-warehouse.ts', import.meta.url));
+const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 let tmp: ReturnType<typeof tempDir>;
 let child: ChildProcessWithoutNullStreams | null = null;
@@ -32,7 +35,9 @@ async function holdInAnotherProcess(): Promise<ChildProcessWithoutNullStreams> {
 beforeEach(async () => {
   tmp = tempDir();
   dir = join(tmp.dir, 'w');
-  await (await openWarehouse(dir)).close();
+  const w = await openWarehouse(dir);
+  await loadRunDetails(w, [runDetail()]); // something in the raw archive, so rebuild gets as far as the lock
+  await w.close();
   child = await holdInAnotherProcess();
 });
 afterEach(async () => {
@@ -67,8 +72,27 @@ describe('a warehouse held by another process', () => {
     });
     expect(seen.length).toBeGreaterThan(0);
     expect(seen[0]?.holderPid).toBe(child?.pid);
-    expect(await wh.all(`SELECT count(*) AS n FROM runs`)).toEqual([{ n: 0n }]);
+    expect(await wh.all(`SELECT count(*) AS n FROM runs`)).toEqual([{ n: 1n }]);
     await wh.close();
+  });
+
+  it('a separate runsync process (export, rebuild) prints one clear line, no stack trace, and exits 1', async () => {
+    for (const command of ['export', 'rebuild']) {
+      const c = spawn(process.execPath, ['--import', 'tsx', CLI, command], {
+        stdio: 'pipe',
+        env: { ...process.env, RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'silent' },
+      });
+      let stdout = '';
+      let stderr = '';
+      c.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+      c.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+      const [code] = (await once(c, 'exit')) as [number | null];
+      expect(code, command).toBe(1);
+      expect(stdout, command).toBe('');
+      const lines = stderr.trimEnd().split('\n');
+      expect(lines, command).toHaveLength(1);
+      expect(lines[0], command).toMatch(new RegExp(`^runsync: the warehouse .*${DB_FILE} is in use by process ${child?.pid}\\b.*read analytics\\.duckdb`));
+    }
   });
 
   it('makes `runsync export` print one clear line, no stack trace, and exit 1', async () => {

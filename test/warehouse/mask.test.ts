@@ -53,6 +53,31 @@ describe('masking', () => {
     expect(JSON.stringify(tool)).toMatch(SECRET_TEXT); // the argument is left as it was
   });
 
+  it('masks other shapes of auth and headers: api-key values, bare strings, header maps', () => {
+    const shapes: [Record<string, unknown>, string[]][] = [
+      [{ auth: { type: 'api_key', key_name: 'X-Api-Key', key_value: 'sk_live_1111', in: 'header' } }, ['key_value']],
+      [{ auth: { type: 'api_key', header: 'X-Api-Key', header_value: 'sk_live_2222' } }, ['header_value']],
+      [{ auth: { type: 'bearer', bearer: 'sk_live_3333' } }, ['bearer']],
+      [{ auth: { type: 'basic', username: 'svc', pass: 'hunter2' } }, ['pass']],
+      [{ auth: { type: 'jwt', jwt: 'eyJ.sk_live_4444', private_key_pem: 'sk_live_5555' } }, ['jwt', 'private_key_pem']],
+    ];
+    for (const [custom, secretKeys] of shapes) {
+      const masked = maskToolSecrets({ custom }) as { custom: { auth: Record<string, unknown> } };
+      const original = custom.auth as Record<string, unknown>;
+      for (const [k, v] of Object.entries(masked.custom.auth)) {
+        if (secretKeys.includes(k)) expect(isMasked(String(v)), k).toBe(true);
+        else expect(v, k).toEqual(original[k]);
+      }
+      expect(JSON.stringify(masked)).not.toMatch(SECRET_TEXT);
+      expect(maskToolSecrets(masked)).toEqual(masked);
+    }
+    const bare = maskToolSecrets({ custom: { auth: 'Bearer sk_live_6666' } }) as { custom: { auth: string } };
+    expect(isMasked(bare.custom.auth)).toBe(true);
+    const map = maskToolSecrets({ custom: { headers: { Authorization: 'Bearer sk_live_7777', Accept: 'application/json' } } }) as { custom: { headers: Record<string, string> } };
+    expect(isMasked(map.custom.headers.Authorization as string)).toBe(true);
+    expect(map.custom.headers.Accept).toBe('application/json');
+  });
+
   it('is idempotent: masking a masked tool changes nothing', () => {
     const once = maskToolSecrets(customTool());
     expect(maskToolSecrets(once)).toEqual(once);

@@ -1,10 +1,10 @@
-import { copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { CATALOG_COLUMNS, TOOL_OPTION_COLUMNS, TOOL_PARAMETER_COLUMNS } from '../../src/warehouse/spec-catalog.ts';
 import { RUN_CHILDREN, RUN_COLUMNS } from '../../src/warehouse/spec-runs.ts';
 import { WarehouseSchemaError } from '../../src/warehouse/warehouse-errors.ts';
-import { defaultMigrationsDir } from '../../src/warehouse/warehouse-migrate.ts';
+import { defaultMigrationsDir, readMigrations } from '../../src/warehouse/warehouse-migrate.ts';
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
 import { tableColumns } from '../../src/warehouse/warehouse-sql.ts';
 import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
@@ -26,12 +26,18 @@ async function columns(wh: Warehouse, table: string): Promise<string[]> {
 
 describe('schema', () => {
   it('applies every numbered file once, in order, and records it', async () => {
+    const files = readdirSync(defaultMigrationsDir()).filter((f) => /^\d{4}_.*\.sql$/.test(f)).sort();
+    expect(files.slice(0, 4)).toEqual(['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql', '0004_sync_bookkeeping.sql']);
     const wh = await openWarehouse(join(tmp.dir, 'w'));
-    const rows = await wh.all<{ version: number; name: string }>(`SELECT version, name FROM _sync_migrations ORDER BY version`);
-    expect(rows.map((r) => r.name)).toEqual(['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql', '0004_sync_bookkeeping.sql']);
+    const rows = await wh.all<{ version: number; name: string; checksum: string; t: bigint }>(
+      `SELECT version, name, checksum, epoch_us(applied_at) AS t FROM _sync_migrations ORDER BY version`,
+    );
+    expect(rows.map((r) => r.name)).toEqual(files);
+    expect(rows.map((r) => r.version)).toEqual(files.map((f) => Number(f.slice(0, 4))));
+    expect(rows.every((r) => /^[0-9a-f]{16}$/.test(r.checksum) && r.t > 0n)).toBe(true);
     await wh.close();
     const again = await openWarehouse(join(tmp.dir, 'w'));
-    expect(await again.all(`SELECT count(*) AS n FROM _sync_migrations`)).toEqual([{ n: 4n }]);
+    expect(await again.all(`SELECT count(*) AS n FROM _sync_migrations`)).toEqual([{ n: BigInt(files.length) }]);
     await again.close();
   });
 
@@ -46,7 +52,9 @@ describe('schema', () => {
     await first.close();
 
     const wh = await openWarehouse(dir);
-    expect((await wh.all<{ version: number }>(`SELECT version FROM _sync_migrations ORDER BY version`)).map((r) => r.version)).toEqual([1, 2, 3, 4]);
+    const all = (await readMigrations(defaultMigrationsDir())).map((m) => m.version);
+    expect(all.slice(0, 4)).toEqual([1, 2, 3, 4]);
+    expect((await wh.all<{ version: number }>(`SELECT version FROM _sync_migrations ORDER BY version`)).map((r) => r.version)).toEqual(all);
     expect(await wh.all(`SELECT tool_name, run_count FROM run_tool_options`)).toEqual([{ tool_name: 'x', run_count: 3n }]);
     expect(await columns(wh, 'tools_history')).toContain('valid_to TIMESTAMP WITH TIME ZONE');
     await wh.close();
@@ -57,9 +65,9 @@ describe('schema', () => {
     const newer = join(tmp.dir, 'newer');
     mkdirSync(newer);
     for (const f of ['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql', '0004_sync_bookkeeping.sql']) copyFileSync(join(defaultMigrationsDir(), f), join(newer, f));
-    writeFileSync(join(newer, '0005_future.sql'), 'CREATE TABLE future_thing (x INTEGER);');
+    writeFileSync(join(newer, '9999_future.sql'), 'CREATE TABLE future_thing (x INTEGER);');
     await (await openWarehouse(dir, { migrationsDir: newer })).close();
-    await expect(openWarehouse(dir)).rejects.toThrow(/schema migration 0005_future\.sql, which this runsync does not know/);
+    await expect(openWarehouse(dir)).rejects.toThrow(/schema migration 9999_future\.sql, which this runsync does not know/);
 
     const olderDir = join(tmp.dir, 'w2');
     const only1 = join(tmp.dir, 'only1');
