@@ -56,11 +56,14 @@ export class SharedRateBudget implements RateBudget {
       if (signal?.aborted) throw signal.reason;
       // An endpoint with a bucket of its own waits its turn there first, without holding a slot of
       // the key's budget that other endpoints could use meanwhile.
+      // The time is read when the step runs, not when it is queued: with a shared store the
+      // update may wait behind others, and a slot cut from a stale "now" would lie in the past,
+      // letting several callers start at once.
+      const own = await this.store.update((s) => takeEndpointSlot(s, endpoint, this.clock.now(), this.policy));
       const asked = this.clock.now();
-      const own = await this.store.update((s) => takeEndpointSlot(s, endpoint, asked, this.policy));
       if (own !== null && own.at > asked) await this.clock.sleep(own.at - asked, signal);
+      const slot = await this.store.update((s) => takeSlot(s, this.clock.now(), this.policy));
       const now = this.clock.now();
-      const slot = await this.store.update((s) => takeSlot(s, now, this.policy));
       if (slot.at > now) {
         await this.clock.sleep(slot.at - now, signal);
         const state = await this.store.read();

@@ -100,7 +100,11 @@ export async function stored(dir: string): Promise<Map<string, RunFacts>> {
 
 /** Differences between the warehouse and the truth, as lines (empty when equal). */
 export async function diffWithTruth(sim: Simulator, dir: string, before: Micros): Promise<string[]> {
-  const want = truth(sim, before);
+  return diffFacts(truth(sim, before), dir);
+}
+
+/** The same against truth computed once (computing it is heavy work in the simulator's process). */
+export async function diffFacts(want: Map<string, RunFacts>, dir: string): Promise<string[]> {
   const have = await stored(dir);
   const out: string[] = [];
   for (const [id, w] of want) {

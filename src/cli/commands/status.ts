@@ -5,6 +5,9 @@ import { readStatus, type PassSummary, type StatusReport } from '../../sync/sync
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
 import { systemMicros, withWarehouse, WarehouseLockedError } from '../../warehouse/index.ts';
 import { DB_FILE } from '../../warehouse/warehouse-types.ts';
+import { listBackfills } from '../../worker/backfill-flow.ts';
+import { openQueueClient, queueReport } from '../../worker/worker-client.ts';
+import { workerSettings } from '../../worker/worker-config.ts';
 import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
@@ -18,7 +21,9 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
     .action(async (o: { json?: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
       const file = join(dir, DB_FILE);
+      const queues = await queueLines(ctx.env, dir).catch((e: unknown) => [`queues        cannot read them from REDIS_URL: ${(e as Error).message}`]);
       if (!existsSync(file)) {
+        for (const l of queues) ctx.out(l);
         ctx.err(`runsync: there is no warehouse at ${file} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
         setExit(EXIT_FAILED);
         return;
@@ -31,11 +36,12 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
         ctx.out(`warehouse     ${file}`);
         ctx.out(`              in use by ${e.holderPid !== null ? `process ${e.holderPid}${e.holder ? ` (${e.holder})` : ''}` : 'another process'} for longer than 5 s;`);
         ctx.out(`              a load waiting on it keeps its work and retries. ${join(dir, 'analytics.duckdb')} can be read meanwhile.`);
+        for (const l of queues) ctx.out(l);
         setExit(EXIT_FAILED);
         return;
       }
       if (o.json) ctx.out(JSON.stringify({ warehouse: file, ...report }, null, 2));
-      else for (const l of statusLines(file, report, systemMicros())) ctx.out(l);
+      else for (const l of [...statusLines(file, report, systemMicros()), ...queues]) ctx.out(l);
       setExit(EXIT_OK);
     });
 }
@@ -75,4 +81,31 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   lines.push(`parquet       ${r.exportPending ? `${r.exportPending} partition(s) or table(s) changed since the last export` : 'up to date with the tables'}`);
   lines.push(`rows          ${Object.entries(r.tables).map(([t, c]) => `${t} ${c}`).join(', ')}`);
   return lines;
+}
+
+/** Queue depths, schedules, queued backfills and a blocked writer, when REDIS_URL is set. */
+async function queueLines(env: NodeJS.ProcessEnv, dir: string): Promise<string[]> {
+  const url = env.REDIS_URL?.trim();
+  if (!url) return [];
+  const settings = workerSettings(env, dir);
+  const client = openQueueClient(url, settings.prefix);
+  try {
+    const q = await Promise.race([
+      queueReport(client),
+      new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5_000).unref()),
+    ]);
+    const depth = (c: Record<string, number>) => Object.entries(c).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ') || 'empty';
+    const lines = [`queues        write: ${depth(q.write)}; fetch: ${depth(q.fetch)}`];
+    for (const s of q.schedules) lines.push(`schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${s.next ? formatTimestamp(s.next * 1000) : 'not planned'}`);
+    if (q.blocked) {
+      const who = q.blocked.holderPid !== null ? `process ${q.blocked.holderPid}${q.blocked.holder ? ` (${q.blocked.holder})` : ''}` : 'another process';
+      lines.push(`blocked       a load (${q.blocked.waiting}) has waited ${Math.round((Date.now() - q.blocked.since) / 1000)} s for the warehouse, held by ${who}`);
+    }
+    for (const b of await listBackfills(client.write, 5)) {
+      lines.push(`queued        backfill ${b.key}: ${b.state}, ${b.done}/${b.total} slices${b.failedReason ? ` (${b.failedReason})` : ''}`);
+    }
+    return lines;
+  } finally {
+    await client.close();
+  }
 }

@@ -1,0 +1,83 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { collect, spawnCli } from '../support/cli.ts';
+
+// Worker processes as an operator runs them (`runsync worker`), each test on its own queue prefix
+// in Redis, removed afterwards.
+
+export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export function uniquePrefix(): string {
+  return `rstest-${randomBytes(5).toString('hex')}`;
+}
+
+export function workerEnv(sim: Simulator, dir: string, prefix: string, extra: Record<string, string> = {}): Record<string, string> {
+  return {
+    RUNSYNC_API_URL: sim.url,
+    RUNSYNC_API_KEY: sim.key,
+    RUNSYNC_WAREHOUSE_DIR: dir,
+    REDIS_URL,
+    RUNSYNC_QUEUE_PREFIX: prefix,
+    RUNSYNC_SCHEDULE_RUNS: '*/3 * * * * *',
+    RUNSYNC_SCHEDULE_CATALOG: '*/7 * * * * *',
+    RUNSYNC_SCHEDULE_RECONCILE: 'off',
+    RUNSYNC_SHUTDOWN_GRACE: '10s',
+    // The simulator's clock runs behind the real one, and tests move it: the lookback covers it.
+    RUNSYNC_LOOKBACK: '3h',
+    LOG_LEVEL: 'warn',
+    ...extra,
+  };
+}
+
+export interface RunningWorker {
+  child: ChildProcess;
+  output: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export function spawnWorker(env: Record<string, string>): RunningWorker {
+  const child = spawnCli(['worker'], env);
+  let out = '';
+  child.stdout?.on('data', (d) => (out += d));
+  child.stderr?.on('data', (d) => (out += d));
+  const exited = collect(child, 30 * 60_000).then((r) => ({ code: r.code, signal: r.signal }));
+  return { child, output: () => out, exited };
+}
+
+export async function stopWorker(w: RunningWorker): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  if (w.child.exitCode === null && w.child.signalCode === null) w.child.kill('SIGTERM');
+  return w.exited;
+}
+
+/** Removes every key of the prefix (queues, budget, markers). */
+export async function cleanRedis(prefix: string, url = REDIS_URL): Promise<void> {
+  const redis = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    for (const name of ['write', 'fetch']) {
+      const q = new Queue(name, { connection: redis, prefix });
+      await q.obliterate({ force: true }).catch(() => undefined);
+      await q.close();
+    }
+    let cursor = '0';
+    do {
+      const [next, keys] = await redis.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 500);
+      cursor = next;
+      if (keys.length) await redis.del(...keys);
+    } while (cursor !== '0');
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** Polls `check` until it returns true, or fails after `timeoutMs` with what `describe` says. */
+export async function eventually(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string> | string): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    if (await check().catch(() => false)) return;
+    if (Date.now() > deadline) throw new Error(`not reached in ${timeoutMs} ms: ${await describe()}`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
