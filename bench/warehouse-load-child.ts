@@ -3,7 +3,7 @@
 //   load <ndjson> <n> <dir> <batch> [memoryLimit]   load the first n run details, then export
 //   staging <ndjson> <n> <dir> <batch>              staging+merge only: archive-read vs Appender
 //   ceiling <ndjson> <dir>                          DuckDB read_json + unnest of the same file
-import { createReadStream } from 'node:fs';
+import { createReadStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { DuckDBInstance } from '@duckdb/node-api';
@@ -134,6 +134,7 @@ async function staging(file: string, n: number, dir: string, batch: number): Pro
 }
 
 async function ceiling(file: string, dir: string): Promise<object> {
+  mkdirSync(dir, { recursive: true });
   const inst = await DuckDBInstance.create(join(dir, 'ceiling.duckdb'));
   const db = sqlRunner(await inst.connect());
   const struct = `{id:'VARCHAR', created_at:'TIMESTAMPTZ', updated_at:'TIMESTAMPTZ', status:'VARCHAR', "source":'VARCHAR', duration_seconds:'DOUBLE',

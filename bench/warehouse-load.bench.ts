@@ -72,13 +72,13 @@ const bench: Bench = async (ctx) => {
     const bigN = Math.min(made, 4 * n);
 
     ctx.log('ceiling: DuckDB read_json + unnest');
-    const ceilingBefore = await child(['ceiling', fileN, dir]);
+    const ceilingBefore = await child(['ceiling', fileN, join(dir, 'c1')]);
     ctx.log(`loading ${n}`);
     const load = await child(['load', fileN, String(n), join(dir, 'w1'), String(BATCH)]);
     ctx.log(`loading ${bigN}`);
     const load4 = await child(['load', file4N, String(bigN), join(dir, 'w4'), String(BATCH)]);
     ctx.log('ceiling again');
-    const ceilingAfter = await child(['ceiling', fileN, dir]);
+    const ceilingAfter = await child(['ceiling', fileN, join(dir, 'c2')]);
     const pageRuns = Math.min(n, 5000);
     ctx.log(`loading ${pageRuns} one page per commit`);
     const paged = await child(['load', fileN, String(pageRuns), join(dir, 'wp'), String(PAGE)]);

@@ -43,6 +43,9 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     const dirtyFlat = new Set((await wh.all<{ t: string }>(`SELECT DISTINCT table_name AS t FROM _sync_export_dirty WHERE created_date IS NULL`)).map((r) => r.t));
     for (const t of FLAT_EXPORT_TABLES) if (dirtyFlat.has(t.name) && !flat.includes(t)) flat.push(t);
 
+    // An export killed half way leaves its staging directory behind; the warehouse lock makes this
+    // export the only one, so any staging directory found is such a leftover.
+    for (const f of await readdir(root)) if (f.startsWith('.staging-')) await rm(join(root, f), { recursive: true, force: true });
     const staging = join(root, `.staging-${process.pid}-${randomBytes(4).toString('hex')}`);
     await mkdir(staging, { recursive: true });
     const result: ExportResult = { written: [], removed: [], dates, tables: flat.map((t) => t.name), analyticsFile: '', durationMs: 0 };

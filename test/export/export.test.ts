@@ -117,6 +117,11 @@ describe('parquet export', () => {
     expect(await count(wh, `SELECT count(*) FROM ${source('runs', true)}`)).toBe(details.length);
     expect(filesUnder(pq()).every((f) => f.endsWith('data.parquet'))).toBe(true);
     expect(readdirSync(pq()).filter((f) => f.startsWith('.'))).toEqual([]);
+    // The leftovers of an export killed half way are cleared by the next.
+    mkdirSync(pq('.staging-999999-deadbeef'));
+    copyFileSync(pq('runs', readdirSync(pq('runs'))[0] as string, 'data.parquet'), pq('.staging-999999-deadbeef', 'runs-x.parquet'));
+    await exportParquet(wh);
+    expect(readdirSync(pq()).filter((f) => f.startsWith('.'))).toEqual([]);
   });
 
   it('every file is read back the same by parquetjs-lite, a second implementation', async () => {

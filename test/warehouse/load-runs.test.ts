@@ -92,6 +92,18 @@ describe('loading run details', () => {
     expect(row).toEqual({ a: '12345678901234567891', b: '9223372036854775807' });
   });
 
+  it('keeps huge, deep and odd JSON whole through DuckDB', async () => {
+    let deep: unknown = { leaf: true };
+    for (let i = 0; i < 1000; i++) deep = i % 2 ? [deep] : { n: deep };
+    const odd = { '': 'empty key', 'ключ 🔑': 'ünïcödé', nul: 'a\u0000b', lone: 'x\ud800y', quote: '"\\\'', nums: [0, -0.5, 1e21, 5e-324], huge: 'h'.repeat(3_000_000), deep };
+    const d = runDetail({ steps: [{ id: 's', order: 1, tool: { name: 'n', type: 't', input: odd, output: [odd.huge, null], redacted: false, truncated: false, error: null } }] });
+    expect((await loadRunDetails(wh, [d])).inserted).toBe(1);
+    const [row] = await wh.all<{ i: string; o: string; len: bigint }>(`SELECT tool_input::VARCHAR AS i, tool_output::VARCHAR AS o, length(tool_output->>'$[0]') AS len FROM run_steps`);
+    expect(JSON.parse(row?.i ?? 'null')).toEqual({ ...odd, lone: 'x\ufffdy' });
+    expect(row?.len).toBe(3_000_000n);
+    expect(JSON.parse(row?.o ?? 'null')).toEqual([odd.huge, null]);
+  });
+
   it('is idempotent: loading the same batch again changes nothing and archives nothing', async () => {
     const details = simDetails(32, 80);
     const first = await loadRunDetails(wh, details);
