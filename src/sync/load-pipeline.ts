@@ -36,12 +36,9 @@ export async function runPipeline<T extends PipelineItem>(
   };
 
   const push = async (item: T): Promise<void> => {
-    while (queue.length >= options.ahead && !controller.signal.aborted) {
-      await new Promise<void>((r) => (wakeProducer = r));
-    }
-    if (controller.signal.aborted) throw controller.signal.reason;
+    // Handlers first: the item's fetches are already under way, and a failure while it waits
+    // for room must not go unobserved.
     const entry = { item, settled: false, failure: null as unknown };
-    queue.push(entry);
     item.ready.then(
       () => {
         entry.settled = true;
@@ -53,6 +50,11 @@ export async function runPipeline<T extends PipelineItem>(
         wake('committer');
       },
     );
+    while (queue.length >= options.ahead && !controller.signal.aborted) {
+      await new Promise<void>((r) => (wakeProducer = r));
+    }
+    if (controller.signal.aborted) throw controller.signal.reason;
+    queue.push(entry);
     wake('committer');
   };
 

@@ -146,7 +146,8 @@ export class RemoteDetails implements DetailSource {
       );
       const timer = setInterval(() => {
         void (async () => {
-          const state = await this.o.queue.getJobState(job.id as string).catch(() => 'unknown');
+          // A failed look-up (Redis away) proves nothing; only a job Redis no longer has is asked again.
+          const state = await this.o.queue.getJobState(job.id as string).catch(() => 'no answer');
           if (state === 'completed') {
             const j = await this.o.queue.getJob(job.id as string);
             if (j) finish(() => resolve(j.returnvalue));

@@ -23,6 +23,7 @@ export function workerCommand(ctx: CliContext, setExit: (code: number) => void):
         ctx.signal.addEventListener('abort', () => resolve(), { once: true });
       });
       await worker.close();
+      ctx.out('worker stopped');
       setExit(EXIT_OK);
     });
 }
