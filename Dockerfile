@@ -12,5 +12,7 @@ FROM node:20-bookworm-slim
 ENV NODE_ENV=production
 WORKDIR /app
 COPY --from=build /app /app
+# A named volume mounted here takes this directory's owner, so the worker can write it.
+RUN mkdir -p /warehouse && chown node:node /warehouse
 USER node
 ENTRYPOINT ["node", "bin/runsync.js"]

@@ -39,6 +39,8 @@ export interface InvalidRecordReport {
 export interface ApiClientOptions {
   /** The API's base URL, with or without /api/v1. */
   baseUrl: string;
+  /** Hosts that may be reached over plain http besides loopback (RUNSYNC_ALLOW_HTTP). */
+  httpHosts?: readonly string[];
   apiKey: string;
   budget: RateBudget;
   logger?: Logger;
@@ -118,7 +120,7 @@ export class ApiClient {
   private primed = false;
 
   constructor(options: ApiClientOptions) {
-    const base = new URL(apiBaseUrl(options.baseUrl));
+    const base = new URL(apiBaseUrl(options.baseUrl, 'RUNSYNC_API_URL', options.httpHosts));
     this.ownedPool = options.dispatcher ? null : createApiPool(base.origin, options.pool);
     this.logger = options.logger ?? silentLogger();
     this.onInvalid = options.onInvalid;

@@ -34,6 +34,7 @@ export function createApiClient(config: RunsyncConfig, setup: ApiSetup): ApiClie
     });
   return new ApiClient({
     baseUrl: api.baseUrl,
+    httpHosts: api.httpHosts,
     apiKey: api.key,
     budget,
     logger: setup.logger,

@@ -17,6 +17,8 @@ export interface ApiConfig {
   readonly baseUrl: string;
   /** Not enumerable: JSON.stringify and inspection of the config leave it out. */
   readonly key: string;
+  /** Hosts the operator allowed over plain http (RUNSYNC_ALLOW_HTTP). */
+  readonly httpHosts: readonly string[];
 }
 
 export interface RunsyncConfig {
@@ -152,9 +154,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   let api: ApiConfig | null = null;
   if (options.needApi !== false || rawUrl !== null || key !== null) {
     if (rawUrl === null) throw new ConfigError('RUNSYNC_API_URL', 'is not set; give the API address, e.g. https://support.example.com');
-    const baseUrl = apiBaseUrl(rawUrl);
+    const httpHosts = (setting(env, 'RUNSYNC_ALLOW_HTTP') ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
+    const baseUrl = apiBaseUrl(rawUrl, 'RUNSYNC_API_URL', httpHosts);
     if (key === null) throw new ConfigError('RUNSYNC_API_KEY', 'is not set (nor RUNSYNC_API_KEY_FILE); give the Export API key');
-    api = Object.defineProperty({ baseUrl }, 'key', { value: key, enumerable: false }) as ApiConfig;
+    api = Object.defineProperty({ baseUrl, httpHosts }, 'key', { value: key, enumerable: false }) as unknown as ApiConfig;
     Object.freeze(api);
   }
   const rateReserve = reserve(env);

@@ -20,8 +20,12 @@ export function isLoopbackHost(hostname: string): boolean {
   return false;
 }
 
-/** The base URL with `/api/v1` and no trailing slash; throws ConfigError naming `setting`. */
-export function apiBaseUrl(raw: string, setting = 'RUNSYNC_API_URL'): string {
+/**
+ * The base URL with `/api/v1` and no trailing slash; throws ConfigError naming `setting`.
+ * `httpHosts`: hosts named by the operator (RUNSYNC_ALLOW_HTTP) that may be reached over plain
+ * http, such as the simulator's container on a private Docker network.
+ */
+export function apiBaseUrl(raw: string, setting = 'RUNSYNC_API_URL', httpHosts: readonly string[] = []): string {
   const text = raw.trim();
   if (text === '') throw new ConfigError(setting, 'is empty; give the API address, e.g. https://support.example.com');
   let url: URL;
@@ -34,8 +38,8 @@ export function apiBaseUrl(raw: string, setting = 'RUNSYNC_API_URL'): string {
   if (url.protocol !== 'https:' && url.protocol !== 'http:') {
     throw new ConfigError(setting, `must be an https URL; got ${url.protocol.replace(':', '')}`);
   }
-  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) {
-    throw new ConfigError(setting, `must use https (plain http is allowed only for localhost); got http://${url.host}`);
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !httpHosts.includes(url.hostname.toLowerCase())) {
+    throw new ConfigError(setting, `must use https (plain http is allowed only for localhost, or a host named in RUNSYNC_ALLOW_HTTP); got http://${url.host}`);
   }
   if (url.search || url.hash) throw new ConfigError(setting, 'must not have a query string or fragment');
   let path = url.pathname.replace(/\/+$/, '');

@@ -151,4 +151,11 @@ describe('the API base URL', () => {
     expect(isLoopbackHost('127.0.0.1')).toBe(true);
     expect(isLoopbackHost('192.168.0.1')).toBe(false);
   });
+
+  it('allows plain http to a host the operator names in RUNSYNC_ALLOW_HTTP, and to no other', () => {
+    const env = { RUNSYNC_API_URL: 'http://simulator:8080', RUNSYNC_API_KEY: 'svc_live_abcdefgh12345' };
+    expect(() => loadConfig(env)).toThrow(/RUNSYNC_API_URL: must use https .*RUNSYNC_ALLOW_HTTP/);
+    expect(loadConfig({ ...env, RUNSYNC_ALLOW_HTTP: 'Simulator' }).api?.baseUrl).toBe('http://simulator:8080/api/v1');
+    expect(() => loadConfig({ ...env, RUNSYNC_ALLOW_HTTP: 'other' })).toThrow(ConfigError);
+  });
 });
