@@ -49,6 +49,10 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     const staging = join(root, `.staging-${process.pid}-${randomBytes(4).toString('hex')}`);
     await mkdir(staging, { recursive: true });
     const result: ExportResult = { written: [], removed: [], dates, tables: flat.map((t) => t.name), analyticsFile: '', durationMs: 0 };
+    // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
+    const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
+    const threads = Number(setting?.t ?? wh.exportThreads);
+    if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
     try {
       for (const t of RUN_EXPORT_TABLES) await writePartitions(wh, t, root, staging, dates, result);
       if (full) {
@@ -60,6 +64,7 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
       await wh.run(`DELETE FROM _sync_export_dirty`);
     } finally {
       await rm(staging, { recursive: true, force: true });
+      if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
     }
     result.analyticsFile = await writeAnalyticsViews(wh, root);
     result.durationMs = performance.now() - t0;

@@ -1,4 +1,5 @@
 import { existsSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -14,6 +15,21 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
 
 export const DEFAULT_MEMORY_LIMIT = '128MB';
+
+/**
+ * DuckDB's threads unless told otherwise: one core fewer than the machine has. Loading keeps the
+ * JavaScript side busy (checking payloads, writing the raw archive) while DuckDB merges; with
+ * every core given to DuckDB as well, the two contend and DuckDB's extra thread burns CPU without
+ * finishing sooner (measured on 2 cores: a third more CPU for the same load time). The export,
+ * when JavaScript waits, takes every core (exportThreads).
+ */
+export function defaultThreads(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
+export function exportThreads(): number {
+  return availableParallelism();
+}
 
 /** Wall-clock microseconds (Date alone has only milliseconds). */
 export function systemMicros(): Micros {
@@ -39,7 +55,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     ...options.duckdb,
     access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
   };
-  if (options.threads) config.threads = String(options.threads);
+  config.threads = String(options.threads ?? defaultThreads());
   const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked);
   const connection = await instance.connect();
   const db = sqlRunner(connection);
@@ -86,6 +102,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     readOnly,
     logger,
     maskSecrets: options.maskSecrets ?? true,
+    exportThreads: options.threads ?? exportThreads(),
     now,
     serial,
     transaction,

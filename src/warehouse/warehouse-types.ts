@@ -13,7 +13,7 @@ export interface WarehouseOptions {
   maskSecrets?: boolean;
   /** DuckDB's memory_limit, e.g. '512MB' (default 128MB; DuckDB spills to disk beyond it). */
   memoryLimit?: string;
-  /** DuckDB worker threads (default: DuckDB's, the core count). */
+  /** DuckDB worker threads (default: one fewer than the cores, at least one; see defaultThreads). */
   threads?: number;
   /** Further DuckDB settings, by name (e.g. allocator_flush_threshold). */
   duckdb?: Readonly<Record<string, string>>;
@@ -50,6 +50,8 @@ export interface Warehouse extends SqlRunner {
   readonly readOnly: boolean;
   readonly logger: Logger;
   readonly maskSecrets: boolean;
+  /** DuckDB threads for work the JavaScript side waits on (the export): the threads option, or every core. */
+  readonly exportThreads: number;
   now(): Micros;
   /** Runs `fn` after every earlier serial() call of this handle has finished. */
   serial<T>(fn: () => Promise<T>): Promise<T>;
