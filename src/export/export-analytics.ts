@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { readdir, rename, rm } from 'node:fs/promises';
+import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBInstance } from '@duckdb/node-api';
+import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { defaultMigrationsDir } from '../warehouse/warehouse-migrate.ts';
 import { quoteIdent, quoteLiteral, sqlRunner, tableColumns } from '../warehouse/warehouse-sql.ts';
 import { ANALYTICS_FILE, type SqlRunner, type Warehouse } from '../warehouse/warehouse-types.ts';
 import { ALL_EXPORT_TABLES, DATA_FILE, type ExportTable } from './export-tables.ts';
@@ -23,6 +24,7 @@ export async function writeAnalyticsViews(wh: Warehouse, parquetRoot: string): P
     const db = sqlRunner(conn);
     try {
       for (const v of views) await db.run(v);
+      await addReadyMadeViews(wh, conn);
       await db.run('CHECKPOINT');
     } finally {
       conn.closeSync();
@@ -59,4 +61,23 @@ async function hasFiles(dir: string, partitioned: boolean): Promise<boolean> {
   if (!partitioned) return existsSync(join(dir, DATA_FILE));
   for (const part of await readdir(dir)) if (existsSync(join(dir, part, DATA_FILE))) return true;
   return false;
+}
+
+// The ready-made views (schemas/duckdb/NNNN_views*.sql) name only exported tables, which have the
+// same names here, so their SQL is replayed as it is. One that cannot be created here is left out
+// with a warning rather than failing an export whose Parquet is already in place.
+const VIEW_FILE = /^\d{4}_views[\w-]*\.sql$/;
+
+async function addReadyMadeViews(wh: Warehouse, conn: DuckDBConnection): Promise<void> {
+  const dir = defaultMigrationsDir();
+  for (const f of (await readdir(dir)).filter((n) => VIEW_FILE.test(n)).sort()) {
+    const statements = await conn.extractStatements(await readFile(join(dir, f), 'utf8'));
+    for (let i = 0; i < statements.count; i++) {
+      try {
+        await (await statements.prepare(i)).run();
+      } catch (e) {
+        wh.logger.warn({ file: f, statement: i + 1, err: (e as Error).message }, 'a ready-made view could not be created in analytics.duckdb');
+      }
+    }
+  }
 }
