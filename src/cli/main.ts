@@ -4,6 +4,7 @@ import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from '.
 import { backfillCommand } from './commands/backfill.ts';
 import { demoCommand } from './commands/demo.ts';
 import { exportCommand } from './commands/export.ts';
+import { queryCommand } from './commands/query.ts';
 import { rebuildCommand } from './commands/rebuild.ts';
 import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
@@ -27,6 +28,7 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
   add(workerCommand(ctx, setExit));
   add(statusCommand(ctx, setExit));
   add(simulateCommand(ctx, setExit));
+  add(queryCommand(ctx, setExit));
   return program;
 }
 

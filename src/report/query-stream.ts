@@ -1,0 +1,120 @@
+import { DuckDBTypeId, JsonDuckDBValueConverter, type DuckDBConnection, type DuckDBType, type DuckDBValue, type Json } from '@duckdb/node-api';
+
+// Runs a person's SQL and hands the result over chunk by chunk, with each column's kind, so a
+// large result is printed as it arrives instead of held whole. Cells are read as DuckDB renders
+// them (timestamps keep their microseconds, BIGINT stays exact), never through a JavaScript Date.
+
+export type ColumnKind = 'int' | 'float' | 'decimal' | 'bool' | 'json' | 'nested' | 'text';
+
+export interface QueryChunk {
+  readonly rows: DuckDBValue[][];
+  /** The same rows as JSON-friendly values (nested types as arrays and objects). */
+  json(): Json[][];
+}
+
+export interface QueryStream {
+  /** Column names, made unique (a repeated name gets a suffix) so rows can be objects. */
+  readonly columns: string[];
+  readonly kinds: ColumnKind[];
+  readonly chunks: AsyncIterable<QueryChunk>;
+}
+
+/** The SQL failed: DuckDB's message, as DuckDB wrote it. */
+export class QueryError extends Error {
+  override readonly name = 'QueryError';
+}
+
+const INTS = new Set([
+  DuckDBTypeId.TINYINT, DuckDBTypeId.SMALLINT, DuckDBTypeId.INTEGER, DuckDBTypeId.BIGINT, DuckDBTypeId.HUGEINT,
+  DuckDBTypeId.UTINYINT, DuckDBTypeId.USMALLINT, DuckDBTypeId.UINTEGER, DuckDBTypeId.UBIGINT, DuckDBTypeId.UHUGEINT,
+]);
+const NESTED = new Set([DuckDBTypeId.LIST, DuckDBTypeId.ARRAY, DuckDBTypeId.STRUCT, DuckDBTypeId.MAP, DuckDBTypeId.UNION]);
+
+export function columnKind(type: DuckDBType): ColumnKind {
+  if (type.alias?.toUpperCase() === 'JSON') return 'json';
+  if (INTS.has(type.typeId)) return 'int';
+  if (type.typeId === DuckDBTypeId.FLOAT || type.typeId === DuckDBTypeId.DOUBLE) return 'float';
+  if (type.typeId === DuckDBTypeId.DECIMAL) return 'decimal';
+  if (type.typeId === DuckDBTypeId.BOOLEAN) return 'bool';
+  if (NESTED.has(type.typeId)) return 'nested';
+  return 'text';
+}
+
+/** Runs every statement of `sql`; the last one's result is streamed. */
+export async function streamQuery(connection: DuckDBConnection, sql: string): Promise<QueryStream> {
+  const result = await failing(async () => {
+    const statements = await connection.extractStatements(sql);
+    if (statements.count === 0) throw new QueryError('there is no SQL statement to run');
+    for (let i = 0; i < statements.count - 1; i++) await (await statements.prepare(i)).run();
+    return (await statements.prepare(statements.count - 1)).stream();
+  });
+  const kinds = result.columnTypes().map(columnKind);
+  async function* chunks(): AsyncGenerator<QueryChunk> {
+    for (;;) {
+      const chunk = await failing(() => result.fetchChunk());
+      if (!chunk || chunk.rowCount === 0) return;
+      yield { rows: chunk.getRows(), json: () => chunk.convertRows(JsonDuckDBValueConverter) as Json[][] };
+    }
+  }
+  return { columns: result.deduplicatedColumnNames(), kinds, chunks: chunks() };
+}
+
+async function failing<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn();
+  } catch (e) {
+    if (e instanceof QueryError) throw e;
+    // The Node binding's own framing adds nothing to DuckDB's message.
+    throw new QueryError((e as Error).message.replace(/^Failed to (extract statements|prepare statement): /, ''));
+  }
+}
+
+const CONTROL = /[\u0000-\u001f\u007f]/g;
+
+/** A cell as text: DuckDB's rendering; null as ''. */
+export function cellText(v: DuckDBValue): string {
+  return v === null ? '' : String(v);
+}
+
+/** A cell for the aligned table: numbers stay numbers (right-aligned), text is kept on one line. */
+export function cellForTable(v: DuckDBValue, kind: ColumnKind, maxWidth: number): unknown {
+  if (v === null) return null;
+  if (kind === 'int') return typeof v === 'bigint' ? v : BigInt(String(v));
+  if (kind === 'float' && typeof v === 'number') return v;
+  if (kind === 'decimal') return Number(String(v));
+  const text = String(v).replace(CONTROL, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : ' '));
+  const chars = [...text];
+  return maxWidth > 0 && chars.length > maxWidth ? `${chars.slice(0, Math.max(1, maxWidth - 1)).join('')}…` : text;
+}
+
+/** A cell for JSON output: numbers as numbers where exact, JSON columns parsed, nested values as JSON. */
+export function cellForJson(v: DuckDBValue, kind: ColumnKind, json: Json): Json {
+  if (v === null) return null;
+  switch (kind) {
+    case 'int': {
+      const n = Number(String(v));
+      return Number.isSafeInteger(n) ? n : String(v);
+    }
+    case 'float':
+      return typeof v === 'number' && Number.isFinite(v) ? v : String(v);
+    case 'decimal':
+      return Number(String(v));
+    case 'bool':
+      return v === true;
+    case 'json':
+      try {
+        return JSON.parse(String(v)) as Json;
+      } catch {
+        return String(v);
+      }
+    case 'nested':
+      return json;
+    default:
+      return String(v);
+  }
+}
+
+/** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
+export function csvField(text: string): string {
+  return /[",\r\n]/.test(text) ? `"${text.replace(/"/g, '""')}"` : text;
+}
