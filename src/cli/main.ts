@@ -6,6 +6,7 @@ import { demoCommand } from './commands/demo.ts';
 import { exportCommand } from './commands/export.ts';
 import { queryCommand } from './commands/query.ts';
 import { rebuildCommand } from './commands/rebuild.ts';
+import { reportCommand } from './commands/report.ts';
 import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { snapshotCommand, syncCommand } from './commands/sync.ts';
@@ -29,6 +30,7 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
   add(statusCommand(ctx, setExit));
   add(simulateCommand(ctx, setExit));
   add(queryCommand(ctx, setExit));
+  add(reportCommand(ctx, setExit));
   return program;
 }
 

@@ -1,0 +1,64 @@
+import { existsSync } from 'node:fs';
+import { rename, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { Command, InvalidArgumentError } from 'commander';
+import { readReportData } from '../../report/report-data.ts';
+import { renderReport } from '../../report/report-html.ts';
+import { openReadSource, type ReadSource } from '../../report/read-source.ts';
+import { DB_FILE, systemMicros, WarehouseLockedError } from '../../warehouse/index.ts';
+import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
+import { warehouseDirFrom } from './warehouse-dir.ts';
+
+// `runsync report`: one self-contained HTML page (inline SVG charts, nothing fetched) of the
+// ready-made views. Reads runsync.duckdb read-only; while a writer holds it past a short wait,
+// reads analytics.duckdb instead and says so.
+
+export function reportCommand(ctx: CliContext, setExit: (code: number) => void): Command {
+  return new Command('report')
+    .description('write an HTML page with charts: runs per day by resolution, tool error rates, agents, freshness')
+    .option('--out <file>', 'where to write it (default: report.html in the warehouse directory)')
+    .option('--analytics', 'read analytics.duckdb (views over the Parquet tree) instead of runsync.duckdb')
+    .option('--wait <seconds>', 'how long to wait for a writer holding runsync.duckdb before reading analytics.duckdb', seconds, 5)
+    .action(async (o: { out?: string; analytics?: boolean; wait: number }) => {
+      const dir = warehouseDirFrom(ctx.env);
+      const out = resolve(o.out ?? join(dir, 'report.html'));
+      if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
+        ctx.err(`runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
+        setExit(EXIT_FAILED);
+        return;
+      }
+      const source = await open(ctx, dir, o.analytics === true, o.wait * 1000);
+      let html: string;
+      try {
+        html = renderReport(await readReportData(source, { kind: source.kind, file: source.file }, systemMicros()));
+      } finally {
+        await source.close();
+      }
+      // Written aside and renamed, so a browser reloading it never sees half a page.
+      const tmp = join(dirname(out), `.${process.pid}.report.tmp`);
+      try {
+        await writeFile(tmp, html);
+        await rename(tmp, out);
+      } finally {
+        await rm(tmp, { force: true });
+      }
+      ctx.out(`wrote ${out} (${Math.ceil(Buffer.byteLength(html) / 1024)} KB) from ${source.file}`);
+      setExit(EXIT_OK);
+    });
+}
+
+function seconds(v: string): number {
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('--wait must be a whole number of seconds');
+  return Number(v);
+}
+
+async function open(ctx: CliContext, dir: string, analytics: boolean, lockWaitMs: number): Promise<ReadSource> {
+  if (analytics) return openReadSource(dir, 'analytics');
+  try {
+    return await openReadSource(dir, 'warehouse', { lockWaitMs });
+  } catch (e) {
+    if (!(e instanceof WarehouseLockedError)) throw e;
+    ctx.err(`runsync: ${e.message}; reporting from analytics.duckdb, as of the last export`);
+    return openReadSource(dir, 'analytics');
+  }
+}

@@ -1,0 +1,175 @@
+// Charts for the HTML report as inline SVG strings: no script, no library, no network, so the
+// page shows the same in any browser, offline, and in an e-mail attachment. Every drawn mark is a
+// <rect class="mark"> with a <title> giving its exact figure.
+
+export interface Series {
+  name: string;
+  color: string;
+  values: readonly number[];
+}
+
+export interface ColumnChart {
+  id: string;
+  title: string;
+  categories: readonly string[];
+  series: readonly Series[];
+  width?: number;
+  height?: number;
+}
+
+export interface Bar {
+  label: string;
+  value: number;
+  /** What the bar's end says, e.g. "7.2 % of 2 780". */
+  text: string;
+  color?: string;
+}
+
+export interface BarChart {
+  id: string;
+  title: string;
+  bars: readonly Bar[];
+  /** Where the scale ends (default: the largest value). */
+  max?: number;
+  /** Bar length from a value: linear (default) or log10(1 + value). */
+  scale?: 'linear' | 'log';
+  /** Gridlines: values and their labels. */
+  ticks?: readonly { value: number; label: string }[];
+  width?: number;
+  color?: string;
+}
+
+export function esc(text: string): string {
+  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+}
+
+const n1 = (x: number) => (Math.round(x * 10) / 10).toString();
+
+/** 1, 2 or 5 times a power of ten: the step of a readable axis with about `count` ticks. */
+export function niceStep(max: number, count = 5): number {
+  if (max <= 0) return 1;
+  const raw = max / count;
+  const p = 10 ** Math.floor(Math.log10(raw));
+  const m = raw / p;
+  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+}
+
+function empty(id: string, title: string, width: number, height: number): string {
+  return `<svg class="chart" data-chart="${esc(id)}" role="img" aria-label="${esc(title)}: no data yet" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">
+<rect x="0.5" y="0.5" width="${width - 1}" height="${height - 1}" fill="none" stroke="#ddd"/>
+<text x="${width / 2}" y="${height / 2}" text-anchor="middle" fill="#888" font-size="14">no data yet</text></svg>`;
+}
+
+/** Stacked columns, one per category (a day), the series stacked bottom up, with a legend. */
+export function stackedColumns(c: ColumnChart): string {
+  const width = c.width ?? 960;
+  const height = c.height ?? 320;
+  const totals = c.categories.map((_, i) => c.series.reduce((a, s) => a + (s.values[i] ?? 0), 0));
+  const top = Math.max(0, ...totals);
+  if (c.categories.length === 0 || top === 0) return empty(c.id, c.title, width, height);
+  const left = 48;
+  const right = 12;
+  const plotTop = 34;
+  const bottom = 46;
+  const plotH = height - plotTop - bottom;
+  const plotW = width - left - right;
+  const step = niceStep(top);
+  const yMax = Math.ceil(top / step) * step;
+  const y = (v: number) => plotTop + plotH - (v / yMax) * plotH;
+  const slot = plotW / c.categories.length;
+  const barW = Math.max(1, Math.min(40, slot * 0.8));
+  const out: string[] = [];
+  out.push(`<svg class="chart" data-chart="${esc(c.id)}" role="img" aria-label="${esc(c.title)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="11">`);
+  // Legend across the top.
+  let lx = left;
+  for (const s of c.series) {
+    out.push(`<rect x="${lx}" y="8" width="12" height="12" fill="${s.color}"/><text x="${lx + 16}" y="18" fill="#333">${esc(s.name)}</text>`);
+    lx += 24 + s.name.length * 7;
+  }
+  for (let v = 0; v <= yMax + 1e-9; v += step) {
+    out.push(`<line x1="${left}" x2="${width - right}" y1="${n1(y(v))}" y2="${n1(y(v))}" stroke="${v === 0 ? '#999' : '#e6e6e6'}"/>`);
+    out.push(`<text x="${left - 6}" y="${n1(y(v) + 4)}" text-anchor="end" fill="#666">${n1(v)}</text>`);
+  }
+  // Label about ten categories, evenly spread, so dates never overlap.
+  const every = Math.max(1, Math.ceil(c.categories.length / 10));
+  c.categories.forEach((cat, i) => {
+    const x = left + i * slot + (slot - barW) / 2;
+    let base = 0;
+    for (const s of c.series) {
+      const v = s.values[i] ?? 0;
+      if (v > 0) {
+        out.push(`<rect class="mark" x="${n1(x)}" y="${n1(y(base + v))}" width="${n1(barW)}" height="${n1(y(base) - y(base + v))}" fill="${s.color}"><title>${esc(`${cat}: ${s.name} ${v}`)}</title></rect>`);
+      }
+      base += v;
+    }
+    if (i % every === 0) out.push(`<text x="${n1(x + barW / 2)}" y="${height - bottom + 16}" text-anchor="middle" fill="#666">${esc(cat)}</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+/** Horizontal bars, one per row: the label on the left, the bar, its text at the bar's end. */
+export function horizontalBars(c: BarChart): string {
+  const width = c.width ?? 960;
+  const rowH = 22;
+  const top = c.ticks?.length ? 22 : 6;
+  const height = top + c.bars.length * rowH + 8;
+  if (c.bars.length === 0) return empty(c.id, c.title, width, 80);
+  const labelW = Math.min(280, 16 + Math.max(...c.bars.map((b) => [...b.label].length)) * 7);
+  const textW = 170;
+  const plotW = width - labelW - textW;
+  const f = (v: number) => (c.scale === 'log' ? Math.log10(1 + Math.max(0, v)) : Math.max(0, v));
+  const max = f(c.max ?? Math.max(...c.bars.map((b) => b.value))) || 1;
+  const x = (v: number) => labelW + (Math.min(f(v), max) / max) * plotW;
+  const out: string[] = [];
+  out.push(`<svg class="chart" data-chart="${esc(c.id)}" role="img" aria-label="${esc(c.title)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`);
+  for (const t of c.ticks ?? []) {
+    out.push(`<line x1="${n1(x(t.value))}" x2="${n1(x(t.value))}" y1="${top - 4}" y2="${height - 6}" stroke="#e6e6e6"/>`);
+    out.push(`<text x="${n1(x(t.value))}" y="14" text-anchor="middle" fill="#666" font-size="11">${esc(t.label)}</text>`);
+  }
+  c.bars.forEach((b, i) => {
+    const yTop = top + i * rowH;
+    // A value above zero always shows, however small beside the largest.
+    const w = b.value > 0 ? Math.max(2, x(b.value) - labelW) : 0;
+    out.push(`<text x="${labelW - 8}" y="${yTop + 15}" text-anchor="end" fill="#333">${esc(b.label)}</text>`);
+    if (w > 0) out.push(`<rect class="mark" x="${labelW}" y="${yTop + 3}" width="${n1(w)}" height="${rowH - 6}" fill="${b.color ?? c.color ?? '#1565c0'}"><title>${esc(`${b.label}: ${b.text}`)}</title></rect>`);
+    out.push(`<text x="${n1(labelW + w + 6)}" y="${yTop + 15}" fill="#333">${esc(b.text)}</text>`);
+  });
+  out.push(`<line x1="${labelW}" x2="${labelW}" y1="${top - 4}" y2="${height - 6}" stroke="#999"/>`);
+  out.push('</svg>');
+  return out.join('\n');
+}
+
+/** 100 % stacked horizontal bars: each row's shares of a whole (an agent's resolutions). */
+export function shareBars(c: { id: string; title: string; rows: readonly { label: string; total: number; parts: readonly number[] }[]; series: readonly { name: string; color: string }[]; width?: number }): string {
+  const width = c.width ?? 960;
+  const rowH = 22;
+  const top = 28;
+  if (c.rows.length === 0) return empty(c.id, c.title, width, 80);
+  const height = top + c.rows.length * rowH + 8;
+  const labelW = Math.min(280, 16 + Math.max(...c.rows.map((r) => [...r.label].length)) * 7);
+  const textW = 90;
+  const plotW = width - labelW - textW;
+  const out: string[] = [];
+  out.push(`<svg class="chart" data-chart="${esc(c.id)}" role="img" aria-label="${esc(c.title)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`);
+  let lx = labelW;
+  for (const s of c.series) {
+    out.push(`<rect x="${lx}" y="6" width="12" height="12" fill="${s.color}"/><text x="${lx + 16}" y="16" fill="#333" font-size="11">${esc(s.name)}</text>`);
+    lx += 24 + s.name.length * 7;
+  }
+  c.rows.forEach((r, i) => {
+    const yTop = top + i * rowH;
+    out.push(`<text x="${labelW - 8}" y="${yTop + 15}" text-anchor="end" fill="#333">${esc(r.label)}</text>`);
+    let x = labelW;
+    r.parts.forEach((p, k) => {
+      if (p <= 0 || r.total <= 0) return;
+      const w = (p / r.total) * plotW;
+      const s = c.series[k] as { name: string; color: string };
+      out.push(`<rect class="mark" x="${n1(x)}" y="${yTop + 3}" width="${n1(w)}" height="${rowH - 6}" fill="${s.color}"><title>${esc(`${r.label}: ${s.name} ${p} of ${r.total} (${n1((100 * p) / r.total)} %)`)}</title></rect>`);
+      x += w;
+    });
+    out.push(`<text x="${labelW + plotW + 6}" y="${yTop + 15}" fill="#333">${r.total} runs</text>`);
+  });
+  out.push('</svg>');
+  return out.join('\n');
+}
