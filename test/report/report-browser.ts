@@ -21,42 +21,41 @@ export interface PixelStats {
   matches: Record<string, number>;
 }
 
+// Runs in the page (plain JavaScript: the project's TypeScript has no DOM types).
+const COUNT_PIXELS = `async ({ b64, want }) => {
+  const img = new Image();
+  img.src = 'data:image/png;base64,' + b64;
+  await img.decode();
+  const canvas = document.createElement('canvas');
+  canvas.width = img.width;
+  canvas.height = img.height;
+  const g = canvas.getContext('2d');
+  g.drawImage(img, 0, 0);
+  const data = g.getImageData(0, 0, img.width, img.height).data;
+  const counts = new Map();
+  const targets = want.map((hex) => [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)]);
+  const matches = want.map(() => 0);
+  for (let i = 0; i < data.length; i += 4) {
+    const r = data[i], gr = data[i + 1], b = data[i + 2];
+    const key = ((r >> 3) << 10) | ((gr >> 3) << 5) | (b >> 3);
+    counts.set(key, (counts.get(key) ?? 0) + 1);
+    targets.forEach(([tr, tg, tb], k) => {
+      if (Math.abs(r - tr) + Math.abs(gr - tg) + Math.abs(b - tb) < 24) matches[k] += 1;
+    });
+  }
+  const total = img.width * img.height;
+  const background = Math.max(...counts.values());
+  return {
+    width: img.width,
+    height: img.height,
+    colours: counts.size,
+    inked: (total - background) / total,
+    matches: Object.fromEntries(want.map((w, k) => [w, matches[k]])),
+  };
+}`;
+
 /** Decodes a PNG with the browser itself and counts what is drawn in it. */
 export async function pixelStats(page: Page, png: Buffer, colours: readonly string[] = []): Promise<PixelStats> {
-  return page.evaluate(
-    async ({ b64, want }) => {
-      const img = new Image();
-      img.src = `data:image/png;base64,${b64}`;
-      await img.decode();
-      const canvas = document.createElement('canvas');
-      canvas.width = img.width;
-      canvas.height = img.height;
-      const g = canvas.getContext('2d') as CanvasRenderingContext2D;
-      g.drawImage(img, 0, 0);
-      const data = g.getImageData(0, 0, img.width, img.height).data;
-      const counts = new Map<number, number>();
-      const targets = want.map((hex) => [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)] as const);
-      const matches = want.map(() => 0);
-      for (let i = 0; i < data.length; i += 4) {
-        const r = data[i] as number;
-        const gr = data[i + 1] as number;
-        const b = data[i + 2] as number;
-        const key = ((r >> 3) << 10) | ((gr >> 3) << 5) | (b >> 3);
-        counts.set(key, (counts.get(key) ?? 0) + 1);
-        targets.forEach(([tr, tg, tb], k) => {
-          if (Math.abs(r - tr) + Math.abs(gr - tg) + Math.abs(b - tb) < 24) matches[k] = (matches[k] as number) + 1;
-        });
-      }
-      const total = img.width * img.height;
-      const background = Math.max(...counts.values());
-      return {
-        width: img.width,
-        height: img.height,
-        colours: counts.size,
-        inked: (total - background) / total,
-        matches: Object.fromEntries(want.map((w, k) => [w, matches[k] as number])),
-      };
-    },
-    { b64: png.toString('base64'), want: [...colours] },
-  );
+  const args = JSON.stringify({ b64: png.toString('base64'), want: colours });
+  return (await page.evaluate(`(${COUNT_PIXELS})(${args})`)) as PixelStats;
 }
