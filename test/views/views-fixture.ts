@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -91,11 +91,19 @@ async function build(root: string): Promise<void> {
   writeFileSync(join(root, META), JSON.stringify(fixture));
 }
 
-// Fixtures of vitest runs that have ended (their process is gone).
+// Fixtures of vitest runs that have ended: their process is gone, or (its id reused since) the
+// fixture is hours old.
 function removeStale(): void {
   for (const name of readdirSync(tmpdir())) {
     const m = new RegExp(`^${PREFIX}(\\d+)`).exec(name);
-    if (m && Number(m[1]) !== process.ppid && !alive(Number(m[1]))) rmSync(join(tmpdir(), name), { recursive: true, force: true });
+    if (!m || Number(m[1]) === process.ppid) continue;
+    const path = join(tmpdir(), name);
+    try {
+      const old = Date.now() - statSync(path).mtimeMs > 6 * 3600_000;
+      if (old || !alive(Number(m[1]))) rmSync(path, { recursive: true, force: true });
+    } catch {
+      // Removed meanwhile by another run's clean-up.
+    }
   }
 }
 
