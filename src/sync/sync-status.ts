@@ -41,6 +41,8 @@ export interface StatusReport {
   walks: WalkSummary[];
   tables: Record<string, number>;
   freshness: { newestRunUpdatedAt: Micros | null; lastFetchedAt: Micros | null; lastCatalogListedAt: Micros | null };
+  /** Per table: when its data was last brought up to date from the API. */
+  tableFreshness: Record<string, Micros | null>;
   exportPending: number;
 }
 
@@ -103,6 +105,19 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   }
   walks.sort((a, b) => b.updatedAt - a.updatedAt);
 
+  const tableFreshness: Record<string, Micros | null> = {};
+  const lastListed = (t: string) => {
+    const v = state.get(`catalog.${t}.complete_listed_at`)?.value;
+    return typeof v === 'number' ? v : null;
+  };
+  for (const t of ['tools', 'agents', 'guidelines', 'guardrails', 'runbooks']) tableFreshness[t] = lastListed(t);
+  tableFreshness.tool_parameters = tableFreshness.tools ?? null;
+  const [opts] = await db.all<{ f: bigint | null }>(`SELECT max(epoch_us(fetched_at)) AS f FROM run_tool_options`);
+  tableFreshness.run_tool_options = n(opts?.f);
+  // The run tables are as fresh as the last pass that finished its window.
+  const lastRunsPass = passes.find((p) => (p.kind === 'sync' || p.kind === 'reconcile') && p.status !== 'running' && p.f !== null && p.status !== 'failed');
+  for (const t of ['runs', 'run_messages', 'run_steps', 'run_evaluations']) tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
+
   const watermark = state.get(WATERMARK_KEY)?.value;
   return {
     watermark: typeof watermark === 'number' ? watermark : null,
@@ -118,6 +133,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     walks,
     tables,
     freshness: { newestRunUpdatedAt: n(fresh?.u), lastFetchedAt: n(fresh?.f), lastCatalogListedAt: catalogListed },
+    tableFreshness,
     exportPending: Number(dirty?.c ?? 0),
   };
 }

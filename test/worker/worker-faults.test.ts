@@ -96,7 +96,7 @@ describe('a worker through faults', () => {
     await eventually(async () => (await diffFacts(want, dir)).length === 0, 120_000, async () => `${(await diffFacts(want, dir)).length} runs differ`);
 
     // An analyst opens the file and keeps it open; meanwhile runs arrive and change.
-    const reader = await openWarehouse(dir, { readOnly: true });
+    const reader = await openWarehouse(dir, { readOnly: true, lockWaitMs: 60_000 });
     s.advance('30m');
     want = truth(s, s.clock.now());
     const heldFrom = Date.now();

@@ -78,6 +78,6 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
   for (;;) {
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`not reached in ${timeoutMs} ms: ${await describe()}`);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, 2000));
   }
 }

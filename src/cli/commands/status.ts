@@ -77,7 +77,10 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
     const what = w.key === 'runs.live' ? 'live window' : w.key === 'runs.reconcile' ? 'reconciliation' : `backfill ${w.key.slice('backfill.'.length)}`;
     lines.push(`${w.done ? 'done' : 'in progress'}${' '.repeat(w.done ? 10 : 3)}${what} ${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}: slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched, updated ${ago(w.updatedAt, now)}`);
   }
-  lines.push(`freshness     newest run change ${ago(r.freshness.newestRunUpdatedAt, now)}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}; catalog listed ${ago(r.freshness.lastCatalogListedAt, now)}`);
+  lines.push(`freshness     newest run change ${ago(r.freshness.newestRunUpdatedAt, now)}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}`);
+  for (const [t, at] of Object.entries(r.tableFreshness)) lines.push(`  ${t.padEnd(18)}up to date as of ${ago(at, now)}`);
+  const stale = r.walks.filter((w) => !w.done && now - w.updatedAt > 3600e6);
+  for (const w of stale) lines.push(`stuck         ${w.key} has not moved since ${ago(w.updatedAt, now)}`);
   lines.push(`parquet       ${r.exportPending ? `${r.exportPending} partition(s) or table(s) changed since the last export` : 'up to date with the tables'}`);
   lines.push(`rows          ${Object.entries(r.tables).map(([t, c]) => `${t} ${c}`).join(', ')}`);
   return lines;

@@ -10,7 +10,7 @@ import { EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
 export function workerCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('worker')
     .description('long-running BullMQ workers plus the job schedulers (needs REDIS_URL); several may run, on several machines')
-    .option('--dashboard <port>', 'serve a queue dashboard and /metrics (not built yet)')
+    .option('--dashboard <port>', 'serve a queue dashboard and /metrics on this port')
     .action(async (o: { dashboard?: string }) => {
       if (o.dashboard !== undefined) throw new UsageError('--dashboard is not built yet; run the worker without it');
       const config = loadConfig(ctx.env);
