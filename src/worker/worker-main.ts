@@ -11,6 +11,8 @@ import { FETCH_QUEUE, PayloadCheckError, WRITE_QUEUE, type JobContext, type Work
 import { jobDefinition } from './job-registry.ts';
 import { RemoteDetails } from './remote-details.ts';
 import { StagingStore } from './staging-store.ts';
+import { startDashboard } from './worker-dashboard.ts';
+import { createMetrics } from './worker-metrics.ts';
 import type { WorkerSettings } from './worker-config.ts';
 
 // `runsync worker`: the BullMQ workers of one process (the writer, one job at a time across the
@@ -24,10 +26,14 @@ export interface WorkerOptions {
   logger: Logger;
   /** Tests pass a clock and short retry delays. */
   engine?: Partial<EngineOptions>;
+  /** Serve Bull Board and /metrics here. */
+  dashboard?: { port: number; host: string };
 }
 
 export interface WorkerHandle {
   queues: WorkerQueues;
+  /** The dashboard's address, when one was asked for. */
+  dashboardUrl: string | null;
   /** Stops taking jobs, lets work in flight finish or hands it back, and closes everything. */
   close(): Promise<void>;
 }
@@ -127,11 +133,15 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
     w.on('failed', (job, err) => logger.warn({ job: job?.name, jobId: job?.id, err: err.message }, 'job failed'));
     w.on('error', (err) => logger.warn({ err: err.message }, 'worker error'));
   }
+  const metrics = createMetrics({ queues, redis: connection, prefix, api: engine.deps.api });
+  writer.on('completed', (job, result) => metrics.recordJob(job.name, result));
+  const dashboard = o.dashboard ? await startDashboard({ ...o.dashboard, queues, metrics, logger }) : null;
   logger.info({ prefix, schedules: settings.schedules, fetchConcurrency: settings.fetchConcurrency }, 'worker started');
 
   let closing: Promise<void> | null = null;
   return {
     queues,
+    dashboardUrl: dashboard?.url ?? null,
     close() {
       closing ??= (async () => {
         logger.info({ graceMs: settings.graceMs }, 'worker stopping');
@@ -142,6 +152,7 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
           logger.warn('work still in flight after the grace period; leaving it to other workers');
           await Promise.all([writer.close(true), fetcher.close(true)]);
         }
+        await dashboard?.close();
         await Promise.allSettled([queues.fetchEvents.close(), queues.flows.close(), queues.write.close(), queues.fetch.close()]);
         await engine.close();
         for (const c of [connection, budgetRedis, eventsRedis]) c.disconnect();

@@ -10,14 +10,21 @@ import { EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
 export function workerCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('worker')
     .description('long-running BullMQ workers plus the job schedulers (needs REDIS_URL); several may run, on several machines')
-    .option('--dashboard <port>', 'serve a queue dashboard and /metrics on this port')
-    .action(async (o: { dashboard?: string }) => {
-      if (o.dashboard !== undefined) throw new UsageError('--dashboard is not built yet; run the worker without it');
+    .option('--dashboard <port>', 'serve Bull Board (the queue dashboard) and Prometheus /metrics on this port')
+    .option('--dashboard-host <host>', 'address the dashboard binds to (it can retry and remove jobs: keep it private)', '127.0.0.1')
+    .action(async (o: { dashboard?: string; dashboardHost: string }) => {
+      let dashboard: { port: number; host: string } | undefined;
+      if (o.dashboard !== undefined) {
+        const port = Number(o.dashboard);
+        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--dashboard takes a port number; got "${o.dashboard}"`);
+        dashboard = { port, host: o.dashboardHost };
+      }
       const config = loadConfig(ctx.env);
       const settings = workerSettings(ctx.env, config.warehouseDir);
       const logger = configuredLogger(config, { pretty: ctx.isTty });
-      const worker = await startWorker({ config, settings, logger });
+      const worker = await startWorker({ config, settings, logger, ...(dashboard ? { dashboard } : {}) });
       ctx.out(`worker running (queues under "${settings.prefix}" in Redis); stop it with Ctrl-C or SIGTERM`);
+      if (worker.dashboardUrl) ctx.out(`dashboard ${worker.dashboardUrl}/  metrics ${worker.dashboardUrl}/metrics`);
       await new Promise<void>((resolve) => {
         if (ctx.signal.aborted) resolve();
         ctx.signal.addEventListener('abort', () => resolve(), { once: true });

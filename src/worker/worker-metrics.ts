@@ -1,0 +1,113 @@
+import { Counter, Gauge, Registry } from 'prom-client';
+import type { Redis } from 'ioredis';
+import type { ApiClient } from '../api/index.ts';
+import type { WorkerQueues } from './job-context.ts';
+
+// Prometheus metrics of one worker process (scrape every worker; sum across them): passes by kind
+// and status, runs and child rows loaded, API requests by status, 429s, queue depths, and the lag
+// of the warehouse behind the API (from the writer's last pass, kept in Redis so any worker can
+// report it). A registry of its own: nothing global.
+
+export const PASS_KEY = 'last-pass';
+
+export interface LastPass {
+  kind: string;
+  status: string;
+  finishedAtMs: number;
+  watermarkMs: number | null;
+  openRuns: number | null;
+}
+
+export interface WorkerMetrics {
+  registry: Registry;
+  /** A write job finished with this result. */
+  recordJob(name: string, result: unknown): void;
+}
+
+export function createMetrics(o: { queues: WorkerQueues; redis: Redis; prefix: string; api: ApiClient }): WorkerMetrics {
+  const registry = new Registry();
+  const passes = new Counter({ name: 'runsync_passes_total', help: 'Passes run by this worker, by kind and status', labelNames: ['kind', 'status'], registers: [registry] });
+  const runs = new Counter({ name: 'runsync_runs_loaded_total', help: 'Run details loaded (inserted or updated) by this worker', registers: [registry] });
+  const childRows = new Counter({ name: 'runsync_child_rows_loaded_total', help: 'Messages, steps and evaluations written by this worker', registers: [registry] });
+  let seen: Record<string, number> = {};
+  new Counter({
+    name: 'runsync_api_requests_total',
+    help: 'Export API requests sent by this worker, by HTTP status (0: no response)',
+    labelNames: ['status'],
+    registers: [registry],
+    collect() {
+      const now = o.api.stats().byStatus;
+      for (const [status, n] of Object.entries(now)) {
+        const d = n - (seen[status] ?? 0);
+        if (d > 0) this.inc({ status }, d);
+      }
+      seen = { ...now };
+    },
+  });
+  let limitedSeen = 0;
+  new Counter({
+    name: 'runsync_api_rate_limited_total',
+    help: 'Export API responses 429 seen by this worker',
+    registers: [registry],
+    collect() {
+      const n = o.api.stats().rateLimited;
+      if (n > limitedSeen) this.inc(n - limitedSeen);
+      limitedSeen = n;
+    },
+  });
+  new Gauge({
+    name: 'runsync_queue_jobs',
+    help: 'Jobs in the queues, by queue and state',
+    labelNames: ['queue', 'state'],
+    registers: [registry],
+    async collect() {
+      for (const q of [o.queues.write, o.queues.fetch]) {
+        const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'waiting-children', 'prioritized');
+        for (const [state, n] of Object.entries(counts)) this.set({ queue: q.name, state }, n);
+      }
+    },
+  });
+  const lastPass = async (): Promise<LastPass | null> => {
+    const raw = await o.redis.get(`${o.prefix}:${PASS_KEY}`);
+    return raw ? (JSON.parse(raw) as LastPass) : null;
+  };
+  new Gauge({
+    name: 'runsync_lag_seconds',
+    help: 'How far the warehouse is behind the API: now minus the live window\'s watermark',
+    registers: [registry],
+    async collect() {
+      const p = await lastPass();
+      if (p?.watermarkMs) this.set((Date.now() - p.watermarkMs) / 1000);
+    },
+  });
+  new Gauge({
+    name: 'runsync_last_pass_timestamp_seconds',
+    help: 'When the last runs pass finished (Unix time)',
+    registers: [registry],
+    async collect() {
+      const p = await lastPass();
+      if (p) this.set(p.finishedAtMs / 1000);
+    },
+  });
+  new Gauge({
+    name: 'runsync_open_runs',
+    help: 'Runs still in progress that passes keep checking',
+    registers: [registry],
+    async collect() {
+      const p = await lastPass();
+      if (p?.openRuns !== null && p?.openRuns !== undefined) this.set(p.openRuns);
+    },
+  });
+  return {
+    registry,
+    recordJob(name, result) {
+      const r = result as { status?: string; kind?: string; runs?: { inserted?: number; updated?: number; childRows?: number } } | null;
+      if (!r || typeof r !== 'object') return;
+      if (typeof r.status === 'string') passes.inc({ kind: r.kind ?? name, status: r.status });
+      if (r.runs) {
+        runs.inc((r.runs.inserted ?? 0) + (r.runs.updated ?? 0));
+        childRows.inc(r.runs.childRows ?? 0);
+      }
+    },
+  };
+}

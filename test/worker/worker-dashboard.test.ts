@@ -1,0 +1,56 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
+import { systemMicros } from '../../src/warehouse/index.ts';
+import { spawnCli, waitForLine } from '../support/cli.ts';
+import { startSim, tempDir } from '../sync/sync-kit.ts';
+import { cleanRedis, eventually, stopWorker, uniquePrefix, workerEnv, type RunningWorker } from './worker-kit.ts';
+
+// `runsync worker --dashboard PORT`: Bull Board for the queues and Prometheus metrics for the
+// passes, requests, queue depths and the lag behind the API.
+
+describe('runsync worker --dashboard', () => {
+  let sim: Simulator | null = null;
+  let tmp: ReturnType<typeof tempDir> | null = null;
+  let prefix = '';
+  let worker: RunningWorker | null = null;
+  afterEach(async () => {
+    if (worker) await stopWorker(worker);
+    await sim?.close();
+    tmp?.cleanup();
+    await cleanRedis(prefix);
+  });
+
+  it('serves the queue dashboard and /metrics that follow the passes', { timeout: 180_000 }, async () => {
+    sim = await startSim({ seed: 76, size: 300, days: 5, now: systemMicros() - MICROS_PER_HOUR });
+    tmp = tempDir();
+    prefix = uniquePrefix();
+    const child = spawnCli(['worker', '--dashboard', '0'], workerEnv(sim, tmp.dir, prefix));
+    let out = '';
+    child.stdout?.on('data', (d) => (out += d));
+    child.stderr?.on('data', (d) => (out += d));
+    worker = { child, output: () => out, exited: new Promise((r) => child.once('exit', (code, signal) => r({ code, signal }))) };
+    const line = await waitForLine(child, /^dashboard http:\/\/127\.0\.0\.1:\d+\//, 60_000);
+    const base = (/^dashboard (http:\/\/127\.0\.0\.1:\d+)\//.exec(line) as RegExpExecArray)[1] as string;
+
+    const page = await fetch(`${base}/`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toMatch(/<title>[^<]*Bull/i);
+
+    let metrics = '';
+    await eventually(
+      async () => {
+        metrics = await (await fetch(`${base}/metrics`)).text();
+        return /runsync_passes_total\{kind="sync",status="ok"\} [1-9]/.test(metrics);
+      },
+      120_000,
+      () => metrics,
+    );
+    expect(metrics).toMatch(/runsync_queue_jobs\{queue="write",state="waiting"\} \d+/);
+    expect(metrics).toMatch(/runsync_api_requests_total\{status="200"\} [1-9]\d*/);
+    expect(metrics).toMatch(/runsync_runs_loaded_total [1-9]\d*/);
+    expect(metrics).toMatch(/runsync_lag_seconds \d/);
+    expect(metrics).toMatch(/runsync_open_runs \d/);
+    expect((await fetch(`${base}/healthz`)).status).toBe(200);
+  });
+});
