@@ -1,10 +1,24 @@
 import { defineConfig } from 'vitest/config';
 
+// Most suites wait on child processes, simulators and Redis more than they compute, so several
+// files run at once. Suites that count requests per second against a limit run afterwards, one
+// file at a time, so the machine's other work does not crowd their seconds.
+const PACED = [
+  'test/budget/**/*.test.ts',
+  'test/simulator/sim-rate-limit.test.ts',
+  'test/api/api-setup.test.ts',
+  'test/worker/worker-fleet.test.ts',
+];
+
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    maxWorkers: 3,
+    projects: [
+      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: PACED, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'paced', include: PACED, fileParallelism: false, sequence: { groupOrder: 1 } } },
+    ],
   },
 });

@@ -19,7 +19,7 @@ describe('runsync backfill and status', () => {
   let to: string;
   beforeAll(async () => {
     const now = systemMicros() - MICROS_PER_HOUR;
-    sim = await startSim({ seed: 51, size: 900, days: 9, now });
+    sim = await startSim({ seed: 51, size: 600, days: 9, now });
     dir = mkdtempSync(join(tmpdir(), 'runsync-cli-'));
     env = { RUNSYNC_API_URL: sim.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'info' };
     from = formatTimestamp(now - 6 * MICROS_PER_DAY);
@@ -131,7 +131,7 @@ describe('runsync demo', () => {
 describe('a backfill beside a scheduled pass', () => {
   it('both finish, each waiting its turn at the warehouse, and the warehouse ends exact', async () => {
     const now = systemMicros() - MICROS_PER_HOUR;
-    const sim = await startSim({ seed: 52, size: 1200, days: 10, now, runs: { postSettleFraction: 0 } });
+    const sim = await startSim({ seed: 52, size: 700, days: 10, now, runs: { postSettleFraction: 0 } });
     const dir = mkdtempSync(join(tmpdir(), 'runsync-cli-'));
     try {
       const env = { RUNSYNC_API_URL: sim.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'warn' };
