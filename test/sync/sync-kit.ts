@@ -83,6 +83,10 @@ export function truth(sim: Simulator, before: Micros): Map<string, RunFacts> {
 }
 
 /** The same facts, read from the warehouse. */
+export async function storedCount(dir: string): Promise<number> {
+  return (await stored(dir)).size;
+}
+
 export async function stored(dir: string): Promise<Map<string, RunFacts>> {
   const wh = await openWarehouse(dir, { readOnly: true });
   try {
@@ -100,23 +104,15 @@ export async function stored(dir: string): Promise<Map<string, RunFacts>> {
 
 /** Differences between the warehouse and the truth, as lines (empty when equal). */
 export async function diffWithTruth(sim: Simulator, dir: string, before: Micros): Promise<string[]> {
-  return diffFacts(truth(sim, before), dir);
+  return diffFacts(truth(sim, before), dir, { quick: false });
 }
 
 /** The same against truth computed once (computing it is heavy work in the simulator's process). */
-export async function diffFacts(want: Map<string, RunFacts>, dir: string): Promise<string[]> {
-  // A cheap look first (a count and a sum of updated_at), so tests polling while a worker syncs
-  // keep the simulator's process, which shares this one, as idle as they can.
-  const wh = await openWarehouse(dir, { readOnly: true });
-  let quick: { n: bigint; s: bigint | null } | undefined;
-  try {
-    [quick] = await wh.all<{ n: bigint; s: bigint | null }>(`SELECT count(*) AS n, sum(epoch_us(updated_at) % 1000000007)::BIGINT AS s FROM runs`);
-  } finally {
-    await wh.close();
+export async function diffFacts(want: Map<string, RunFacts>, dir: string, o: { quick?: boolean } = {}): Promise<string[]> {
+  if (o.quick !== false) {
+    const differs = await quickDiffers(want, dir);
+    if (differs) return [differs];
   }
-  let sum = 0n;
-  for (const f of want.values()) sum += BigInt(f.updatedAt) % 1000000007n;
-  if (Number(quick?.n ?? 0) !== want.size || (quick?.s ?? 0n) !== sum) return [`${quick?.n ?? 0} runs stored (${want.size} expected), or some not up to date`];
   const have = await stored(dir);
   const out: string[] = [];
   for (const [id, w] of want) {
@@ -126,6 +122,24 @@ export async function diffFacts(want: Map<string, RunFacts>, dir: string): Promi
   }
   for (const id of have.keys()) if (!want.has(id)) out.push(`extra ${id}`);
   return out;
+}
+
+/**
+ * A cheap look (a count and a sum of updated_at), so tests polling while a worker syncs keep the
+ * simulator's process, which shares this one, as idle as they can. Null when they agree.
+ */
+async function quickDiffers(want: Map<string, RunFacts>, dir: string): Promise<string | null> {
+  const wh = await openWarehouse(dir, { readOnly: true });
+  let quick: { n: bigint; s: bigint | null } | undefined;
+  try {
+    [quick] = await wh.all<{ n: bigint; s: bigint | null }>(`SELECT count(*) AS n, sum(epoch_us(updated_at) % 1000000007)::BIGINT AS s FROM runs`);
+  } finally {
+    await wh.close();
+  }
+  let sum = 0n;
+  for (const f of want.values()) sum += BigInt(f.updatedAt) % 1000000007n;
+  if (Number(quick?.n ?? 0) !== want.size || (quick?.s ?? 0n) !== sum) return `${quick?.n ?? 0} runs stored (${want.size} expected), or some not up to date`;
+  return null;
 }
 
 const CATALOG: [kind: 'tool' | 'agent' | 'guideline' | 'guardrail' | 'runbook', table: string][] = [
