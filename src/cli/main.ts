@@ -45,6 +45,12 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     ...partial,
   };
   const onSignal = () => controller.abort();
+  if (!partial.out) {
+    // Output piped into `head` and the like: a closed pipe ends the command quietly.
+    process.stdout.on('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    });
+  }
   if (!partial.signal) {
     process.once('SIGINT', onSignal);
     process.once('SIGTERM', onSignal);
