@@ -45,6 +45,9 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     ...partial,
   };
   const onSignal = () => controller.abort();
+  // The warehouse, the raw archive, Parquet files, staged details and reports hold an
+  // organization's conversations: everything runsync creates is for its owner alone.
+  process.umask(0o077);
   if (!partial.out) {
     // Output piped into `head` and the like: a closed pipe ends the command quietly.
     process.stdout.on('error', (e: NodeJS.ErrnoException) => {

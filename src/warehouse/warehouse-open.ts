@@ -43,7 +43,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   const logger = options.logger ?? silentLogger();
   const now = options.now ?? systemMicros;
   if (readOnly && !existsSync(file)) throw new WarehouseSchemaError(`there is no warehouse at ${file}`);
-  if (!readOnly) await mkdir(root, { recursive: true });
+  if (!readOnly) await mkdir(root, { recursive: true, mode: 0o700 });
 
   // A checkpoint rewrites table data into the file; at DuckDB's default (16 MB of WAL) a bulk load
   // checkpoints after nearly every batch. Closing the warehouse checkpoints anyway. The memory
