@@ -1,7 +1,7 @@
 import { listValue } from '@duckdb/node-api';
 import { InvalidRecordError, type InvalidRecordReport } from '../api/index.ts';
 import { parseTimestamp, type Micros } from '../util/timestamp.ts';
-import { loadRunDetails } from '../warehouse/load-runs.ts';
+import { loadRunDetails, type RunLoadResult } from '../warehouse/load-runs.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
 import { toJsonText } from '../warehouse/json-text.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
@@ -46,23 +46,84 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
   }
   const reports = [...deps.reports.drain('runs.list'), ...deps.reports.drain('runs.get')];
   const fetchedAt = deps.now();
-  const result = await deps.gate.use((wh) =>
-    loadRunDetails(wh, details, {
-      fetchedAt,
-      bookkeeping: async (tx) => {
-        await clearPending(tx, loaded);
-        for (const f of failed) await markPending(tx, f.id, f.listedAt, f.error, fetchedAt);
-        await keepReports(tx, reports, fetchedAt);
-        for (const item of items) await item.bookkeeping?.(tx);
-      },
-    }),
-  );
+  const result = await loadSplitting(deps, details, fetchedAt, async (tx) => {
+    await clearPending(tx, loaded);
+    for (const f of failed) await markPending(tx, f.id, f.listedAt, f.error, fetchedAt);
+    await keepReports(tx, reports, fetchedAt);
+    for (const item of items) await item.bookkeeping?.(tx);
+  });
   for (const item of items) await (await item.ready).release();
   for (const f of failed) deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');
   local.fetched = details.length;
   local.pending = failed.length;
   local.rejected = result.rejected.length + reports.length;
   addRunCounts(counts, { ...local, inserted: result.inserted, updated: result.updated, stale: result.stale, childRows: result.childRows });
+}
+
+/** DuckDB failing on what a batch holds (a payload too large for its memory), not on the warehouse. */
+function sizedByPayload(e: unknown): boolean {
+  return e instanceof Error && /^(Out of Memory Error|Invalid Input Error|Conversion Error)/.test(e.message);
+}
+
+export const LARGE_PAYLOAD_MEMORY = '2GB';
+
+/**
+ * Loads a batch; when DuckDB fails on what the batch holds, loads its halves apart (the
+ * bookkeeping with the last), then a payload alone with more memory, and refuses it (kept in
+ * _sync_rejected) only if that fails too. One giant record never stops a pass.
+ */
+async function loadSplitting(
+  deps: SyncDeps,
+  details: readonly unknown[],
+  fetchedAt: Micros,
+  bookkeeping: (tx: SqlRunner) => Promise<void>,
+  memoryLimit?: string,
+): Promise<RunLoadResult> {
+  try {
+    return await deps.gate.use((wh) => loadRunDetails(wh, details, { fetchedAt, bookkeeping }), memoryLimit ? { memoryLimit } : {});
+  } catch (e) {
+    if (!sizedByPayload(e) || details.length === 0) throw e;
+    if (details.length > 1) {
+      deps.logger.warn({ runs: details.length, error: (e as Error).message }, 'a batch of run details did not fit; loading it in halves');
+      const half = Math.ceil(details.length / 2);
+      const first = await loadSplitting(deps, details.slice(0, half), fetchedAt, async () => undefined, memoryLimit);
+      const second = await loadSplitting(deps, details.slice(half), fetchedAt, bookkeeping, memoryLimit);
+      return {
+        ...second,
+        received: first.received + second.received,
+        inserted: first.inserted + second.inserted,
+        updated: first.updated + second.updated,
+        unchanged: first.unchanged + second.unchanged,
+        stale: first.stale + second.stale,
+        duplicates: first.duplicates + second.duplicates,
+        rejected: [...first.rejected, ...second.rejected],
+        childRows: first.childRows + second.childRows,
+        createdDates: [...new Set([...first.createdDates, ...second.createdDates])],
+      };
+    }
+    if (memoryLimit === undefined) {
+      deps.logger.warn({ runId: idOf(details[0]), error: (e as Error).message }, `a run detail too large for the usual memory; loading it alone with up to ${LARGE_PAYLOAD_MEMORY}`);
+      return loadSplitting(deps, details, fetchedAt, bookkeeping, LARGE_PAYLOAD_MEMORY);
+    }
+    const id = idOf(details[0]);
+    const reason = `could not be loaded: ${(e as Error).message}`;
+    deps.logger.error({ runId: id, error: (e as Error).message }, 'a run detail could not be loaded; kept aside in _sync_rejected');
+    const size = safeJson(details[0]).length;
+    return deps.gate.use((wh) =>
+      loadRunDetails(wh, [], {
+        fetchedAt,
+        bookkeeping: async (tx) => {
+          await insertRejected(tx, 'runs.get', [{ id, reason }], [JSON.stringify({ omitted: `payload of ${size} characters` })], fetchedAt);
+          await bookkeeping(tx);
+        },
+      }),
+    ).then((r) => ({ ...r, received: 1, rejected: [{ id, reason }] }));
+  }
+}
+
+function idOf(detail: unknown): string | null {
+  const id = (detail as { id?: unknown } | null)?.id;
+  return typeof id === 'string' ? id : null;
 }
 
 async function clearPending(tx: SqlRunner, ids: readonly string[]): Promise<void> {

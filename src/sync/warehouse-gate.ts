@@ -33,11 +33,14 @@ export class WarehouseGate {
     return this.options.dir;
   }
 
-  /** Opens the warehouse, runs `fn`, closes it; after every earlier unit of this gate. */
-  use<T>(fn: (wh: Warehouse) => Promise<T>): Promise<T> {
+  /**
+   * Opens the warehouse, runs `fn`, closes it; after every earlier unit of this gate. `memoryLimit`
+   * raises DuckDB's for this unit only (a payload too large for the usual limit).
+   */
+  use<T>(fn: (wh: Warehouse) => Promise<T>, unit: { memoryLimit?: string } = {}): Promise<T> {
     const run = async (): Promise<T> => {
       const t0 = performance.now();
-      const wh = await openWarehouse(this.options.dir, this.openOptions());
+      const wh = await openWarehouse(this.options.dir, { ...this.openOptions(), ...(unit.memoryLimit ? { memoryLimit: unit.memoryLimit } : {}) });
       this.lastHolder = undefined;
       const t1 = performance.now();
       let t2 = t1;
