@@ -12,8 +12,9 @@ const PACED = [
 
 export default defineConfig({
   test: {
-    testTimeout: 60_000,
-    hookTimeout: 60_000,
+    // Generous: several suites share two cores, and a slow machine is not a failure.
+    testTimeout: 180_000,
+    hookTimeout: 120_000,
     pool: 'forks',
     maxWorkers: 3,
     projects: [

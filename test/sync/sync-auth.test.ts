@@ -52,8 +52,9 @@ describe('the API key during a pass', () => {
     expect(r.err).toMatch(/401 unauthenticated/);
     expect(r.err).toMatch(/RUNSYNC_API_KEY/);
     expect(r.err).not.toContain(s.key);
-    // Quickly: no retrying a refused key (the audit and the closing writes only).
-    expect(stoppedAfterMs).toBeLessThan(5_000);
+    // Quickly: no retrying a refused key; what is left is committing the details already fetched
+    // and the audit row (seconds, more on a crowded machine).
+    expect(stoppedAfterMs).toBeLessThan(20_000);
     const afterRevoke = s.counters.log().filter((x) => x.status === 401).length;
     expect(afterRevoke).toBeLessThanOrEqual(8);
 

@@ -79,7 +79,7 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     prefix = uniquePrefix();
     const s = sim;
     const dir = tmp.dir;
-    const env = workerEnv(s, dir, prefix, { RUNSYNC_SHUTDOWN_GRACE: '15s' });
+    const env = workerEnv(s, dir, prefix, { RUNSYNC_SHUTDOWN_GRACE: '10s' });
     const w = spawnWorker(env);
     workers.push(w);
     await eventually(async () => s.counters.count('runs.get') >= 150, 120_000, () => `${s.counters.count('runs.get')} details`);
@@ -87,7 +87,8 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     w.child.kill('SIGTERM');
     const exit = await w.exited;
     expect(exit.code, w.output().slice(-2000)).toBe(0);
-    expect(Date.now() - t0).toBeLessThan(15_000);
+    // The grace period, and the few seconds a process takes to close its connections.
+    expect(Date.now() - t0).toBeLessThan(20_000);
     expect(w.output()).toMatch(/worker stopped/);
     workers.push(spawnWorker(env));
     const want = truth(s, s.clock.now());
