@@ -25,7 +25,7 @@ export interface CliResult {
 
 export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, opts: { cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
   const child = spawnCli(args, env, opts.cwd);
-  return collect(child, opts.timeoutMs ?? 60_000);
+  return collect(child, opts.timeoutMs ?? 150_000);
 }
 
 export function collect(child: ChildProcess, timeoutMs: number): Promise<CliResult> {
