@@ -1,4 +1,6 @@
+import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { join } from 'node:path';
 import parquet, { type ParquetWriter } from 'parquetjs-lite';
 import type { Micros } from '../util/timestamp.ts';
@@ -67,17 +69,25 @@ export class ArchiveWriter {
     const { dir, name } = newArchivePath(warehouseDir, endpoint, at);
     await mkdir(dir, { recursive: true, mode: 0o700 });
     const tempPath = join(dir, `.${name}.tmp`);
-    const writer = await parquet.ParquetWriter.openFile(SCHEMA, tempPath, {
+    const sink = await FailureKeepingSink.open(tempPath);
+    const writer = await parquet.ParquetWriter.openStream(SCHEMA, sink, {
       rowGroupSize: ROW_GROUP_ROWS,
       pageSize: PAGE_ROWS,
       // Version 1 data pages: the most widely readable.
       useDataPageV2: false,
       // No page index either: it too would hold min/max payloads.
       pageIndex: false,
-      flags: 'wx',
-      mode: 0o600,
     });
-    return new ArchiveWriter(writer, tempPath, join(dir, name));
+    const archive = new ArchiveWriter(writer, tempPath, join(dir, name));
+    archive.sink = sink;
+    return archive;
+  }
+
+  private sink: FailureKeepingSink | null = null;
+
+  /** A write the file refused (a full disk) fails the archive at its next step. */
+  private check(): void {
+    if (this.sink?.failure) throw this.sink.failure;
   }
 
   get rows(): number {
@@ -85,6 +95,7 @@ export class ArchiveWriter {
   }
 
   async append(record: ArchiveRecord): Promise<void> {
+    this.check();
     await this.writer.appendRow({
       seq: this.seq++,
       kind: record.kind,
@@ -100,7 +111,9 @@ export class ArchiveWriter {
   async finish(): Promise<string> {
     if (!this.finished) {
       this.finished = true;
+      this.check();
       await this.writer.close();
+      this.check();
       const fh = await open(this.tempPath, 'r');
       try {
         await fh.sync();
@@ -126,5 +139,42 @@ export class ArchiveWriter {
       await this.writer.close().catch(() => undefined);
     }
     await rm(this.tempPath, { force: true });
+  }
+}
+
+/**
+ * The file parquetjs-lite writes to. parquetjs-lite starts writing the header without waiting for
+ * it, so a refused write (no space left on the device) would surface as an unhandled rejection
+ * and end the process. Here every write reports success to it, the first failure is kept, and
+ * the archive's next step throws it, so the load fails cleanly and its transaction rolls back.
+ */
+class FailureKeepingSink extends Writable {
+  failure: Error | null = null;
+
+  private constructor(private readonly file: WriteStream) {
+    super();
+    file.on('error', (e) => {
+      this.failure ??= e;
+    });
+  }
+
+  static open(path: string): Promise<FailureKeepingSink> {
+    return new Promise((resolve, reject) => {
+      const file = createWriteStream(path, { flags: 'wx', mode: 0o600 });
+      file.once('open', () => resolve(new FailureKeepingSink(file)));
+      file.once('error', reject);
+    });
+  }
+
+  override _write(chunk: Buffer, _encoding: BufferEncoding, done: (error?: Error | null) => void): void {
+    if (this.failure) return done();
+    this.file.write(chunk, (e) => {
+      if (e) this.failure ??= e;
+      done();
+    });
+  }
+
+  override _final(done: (error?: Error | null) => void): void {
+    this.file.end(() => done());
   }
 }

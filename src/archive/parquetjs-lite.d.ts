@@ -28,6 +28,7 @@ declare module 'parquetjs-lite' {
 
   export class ParquetWriter {
     static openFile(schema: ParquetSchema, path: string, options?: WriterOptions): Promise<ParquetWriter>;
+    static openStream(schema: ParquetSchema, stream: import('node:stream').Writable, options?: WriterOptions): Promise<ParquetWriter>;
     appendRow(row: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
     setMetadata(key: string, value: string): void;
