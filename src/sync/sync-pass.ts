@@ -98,7 +98,7 @@ export async function runPass(base: SyncDeps, options: PassOptions = {}): Promis
     result.status = result.errors.length ? 'partial' : 'ok';
   } catch (e) {
     result.status = deps.signal.aborted ? 'interrupted' : 'failed';
-    result.errors.push(failureLine(e, deps.signal));
+    result.errors.push(failureLine(e, deps.signal, deps.gate.dir));
     failure = e ?? new Error('failed');
   } finally {
     result.durationMs = Math.round(performance.now() - t0);
@@ -154,8 +154,16 @@ function deniedLine(resource: string, scope: string | null, message: string): st
   return `the API key may not read ${resource}${scope ? `: it lacks the scope ${scope}` : ''} (${message})`;
 }
 
-function failureLine(e: unknown, signal: AbortSignal): string {
+function failureLine(e: unknown, signal: AbortSignal, dir: string): string {
   if (signal.aborted) return 'the pass was interrupted; the next pass resumes where it stopped';
   if (e instanceof AuthError) return `the API refused the key (401 unauthenticated): ${e.message}; check RUNSYNC_API_KEY`;
-  return e instanceof Error ? e.message : String(e);
+  const message = e instanceof Error ? e.message : String(e);
+  const code = (e as { code?: unknown }).code;
+  if (code === 'ENOSPC' || /No space left on device/i.test(message)) {
+    return `the disk holding ${dir} is full (${message}); what was committed before is kept, nothing half-written; free space and run again`;
+  }
+  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM' || /Read-only file system|Permission denied/i.test(message)) {
+    return `cannot write to ${dir} (${message}); the warehouse directory must be writable by this user`;
+  }
+  return message;
 }
