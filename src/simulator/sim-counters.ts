@@ -14,6 +14,8 @@ export interface CounterSnapshot {
   total: number;
   byEndpoint: Record<string, Record<string, number>>;
   byStatus: Record<string, number>;
+  /** Requests in the busiest aligned wall-clock second (what a per-second limit counts). */
+  busiestSecond: number;
 }
 
 const MAX_RECORDS = 2_000_000;
@@ -42,7 +44,7 @@ export class SimCounters {
       e[r.status] = (e[r.status] ?? 0) + 1;
       byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     }
-    return { total: this.records.length, byEndpoint, byStatus };
+    return { total: this.records.length, byEndpoint, byStatus, busiestSecond: this.maxInAlignedWindow(1000) };
   }
 
   count(endpoint?: string, status?: number): number {

@@ -64,7 +64,7 @@ export interface RunFacts {
 }
 
 /** Ground truth: every run the simulator shows now, created before `before`. */
-export function truth(sim: Simulator, before: Micros): Map<string, RunFacts> {
+export function truth(sim: { world: Simulator['world'] }, before: Micros): Map<string, RunFacts> {
   const out = new Map<string, RunFacts>();
   for (const d of sim.world.truthRunDetails()) {
     const created = parseTimestamp(d.created_at as string) as Micros;
@@ -151,7 +151,7 @@ const CATALOG: [kind: 'tool' | 'agent' | 'guideline' | 'guardrail' | 'runbook', 
 ];
 
 /** Catalog differences: ids and updated_at of every live table, and every vanished object marked deleted. */
-export async function diffCatalog(sim: Simulator, dir: string): Promise<string[]> {
+export async function diffCatalog(sim: { world: Simulator['world'] }, dir: string): Promise<string[]> {
   const wh = await openWarehouse(dir, { readOnly: true });
   const out: string[] = [];
   try {

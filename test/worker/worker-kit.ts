@@ -3,7 +3,11 @@ import { randomBytes } from 'node:crypto';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Simulator } from '../../src/simulator/index.ts';
-import { collect, spawnCli } from '../support/cli.ts';
+import { SimClock } from '../../src/simulator/sim-clock.ts';
+import { DEFAULT_RUN_OPTIONS } from '../../src/simulator/sim-runs.ts';
+import { SimWorld } from '../../src/simulator/sim-world.ts';
+import { formatTimestamp, parseDuration, type Micros } from '../../src/util/timestamp.ts';
+import { collect, spawnCli, waitForLine } from '../support/cli.ts';
 
 // Worker processes as an operator runs them (`runsync worker`), each test on its own queue prefix
 // in Redis, removed afterwards.
@@ -14,7 +18,7 @@ export function uniquePrefix(): string {
   return `rstest-${randomBytes(5).toString('hex')}`;
 }
 
-export function workerEnv(sim: Simulator, dir: string, prefix: string, extra: Record<string, string> = {}): Record<string, string> {
+export function workerEnv(sim: Pick<Simulator, 'url' | 'key'>, dir: string, prefix: string, extra: Record<string, string> = {}): Record<string, string> {
   return {
     RUNSYNC_API_URL: sim.url,
     RUNSYNC_API_KEY: sim.key,
@@ -80,4 +84,48 @@ export async function eventually(check: () => Promise<boolean>, timeoutMs: numbe
     if (Date.now() > deadline) throw new Error(`not reached in ${timeoutMs} ms: ${await describe()}`);
     await new Promise((r) => setTimeout(r, 2000));
   }
+}
+
+/**
+ * A simulator in a process of its own (`runsync simulate`), for tests that count requests per
+ * second: in the test's own process, the test's work would delay the simulator and crowd its
+ * seconds. Its ground truth comes from a replica world in this process: the same seed, size, days
+ * and start give the same data, and the replica's clock moves with the simulator's.
+ */
+export interface SimProcess {
+  url: string;
+  key: string;
+  world: SimWorld;
+  clock: { now(): Micros };
+  advance(by: string): Promise<void>;
+  counters(): Promise<{ total: number; byStatus: Record<string, number>; busiestSecond: number }>;
+  close(): Promise<void>;
+}
+
+export async function startSimProcess(o: { seed: number; size: number; days: number; now: Micros; limit: number; postSettle: number }): Promise<SimProcess> {
+  const key = `svc_live_${randomBytes(12).toString('hex')}`;
+  const child = spawnCli([
+    'simulate', '--port', '0', '--seed', String(o.seed), '--size', String(o.size), '--days', String(o.days),
+    '--now', formatTimestamp(o.now), '--clock', 'manual', '--key', key, '--rate-limit', String(o.limit), '--post-settle', String(o.postSettle),
+  ]);
+  const line = await waitForLine(child, /^simulator listening on http:\/\/\S+/, 60_000);
+  const url = (/listening on (http:\/\/\S+)/.exec(line) as RegExpExecArray)[1] as string;
+  const clock = new SimClock(o.now);
+  const world = new SimWorld({ seed: o.seed, size: o.size, days: o.days, initialNow: o.now, runs: { ...DEFAULT_RUN_OPTIONS, postSettleFraction: o.postSettle } }, clock);
+  const admin = (path: string, init?: RequestInit) => fetch(`${url}${path}`, init).then((r) => r.json() as Promise<unknown>);
+  return {
+    url,
+    key,
+    world,
+    clock,
+    async advance(by) {
+      await admin('/_sim/clock', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ advance: by }) });
+      clock.advance(parseDuration(by) as Micros);
+    },
+    counters: () => admin('/_sim/counters') as Promise<{ total: number; byStatus: Record<string, number>; busiestSecond: number }>,
+    close: async () => {
+      child.kill('SIGTERM');
+      await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
+    },
+  };
 }

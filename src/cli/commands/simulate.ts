@@ -34,6 +34,12 @@ function int(min: number) {
   };
 }
 
+function share(v: string): number {
+  const n = Number(v);
+  if (!Number.isFinite(n) || n < 0 || n > 1) throw new InvalidArgumentError('expected a share from 0 to 1');
+  return n;
+}
+
 function positive(v: string): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a positive number');
@@ -57,11 +63,12 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--faults <list>', 'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01', parseFaults)
     .option('--fault-seed <n>', 'seed of the fault generator', int(0), 1)
     .option('--cursor-ttl <seconds>', 'cursors older than this are refused', int(1), 3600)
+    .option('--post-settle <share>', 'share of settled runs that change once more later (0 to 1)', share, 0.05)
     .option('--no-admin', 'do not serve the /_sim control endpoints')
     .action(async (o: {
       port: number; host: string; seed: number; size: number; days: number; now?: string; clock: string;
       speed: number; key?: string; rateLimit: number; rateWindow: number; faults?: Partial<FaultConfig>;
-      faultSeed: number; cursorTtl: number; admin: boolean;
+      faultSeed: number; cursorTtl: number; admin: boolean; postSettle: number;
     }) => {
       if (o.clock !== 'wall' && o.clock !== 'manual') throw new InvalidArgumentError('--clock must be wall or manual');
       const sim = await startSimulator({
@@ -79,6 +86,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
         rateLimit: { perKey: o.rateLimit > 0 ? { limit: o.rateLimit, windowSeconds: o.rateWindow } : null },
         faults: { ...o.faults, seed: o.faultSeed },
         cursorTtlMs: o.cursorTtl * 1000,
+        runs: { postSettleFraction: o.postSettle },
         admin: o.admin,
       });
       ctx.out(`simulator listening on ${sim.url} (seed ${o.seed}, ${o.size} runs over ${o.days} days, ${o.clock} clock)`);
