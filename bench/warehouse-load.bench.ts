@@ -28,6 +28,9 @@ const BATCH = 400;
 const PAGE = 100;
 // The V8 heap cap a worker is run with; without one V8 grows its heap as long as memory is free.
 const NODE_FLAGS = ['--max-old-space-size=192'];
+// glibc gives each thread that allocates its own malloc arena and keeps what DuckDB's threads
+// free there; two arenas keep the footprint about 20MB lower at no measured cost in speed.
+const CHILD_ENV = { ...process.env, MALLOC_ARENA_MAX: '2' };
 
 async function writeDetails(seed: number, count: number, files: { path: string; lines: number }[]): Promise<number> {
   const now = parseTimestamp('2026-03-01T00:00:00Z') as Micros;
@@ -50,7 +53,7 @@ async function writeDetails(seed: number, count: number, files: { path: string; 
 
 function child(args: string[]): Promise<Record<string, number>> {
   return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const c = spawn(process.execPath, [...NODE_FLAGS, '--import', 'tsx', CHILD, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: CHILD_ENV });
     let out = '';
     c.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
     c.on('exit', (code) => {
@@ -109,7 +112,7 @@ const bench: Bench = async (ctx) => {
       { bench: b, metric: 'end to end incl. parsing: runs/s', value: perS(load.runs as number, load.wallMs as number), unit: 'runs/s', note: `JSON.parse of the input alone: ${Math.round(load.parseMs as number)} ms` },
       { bench: b, metric: `staging+merge, DuckDB reads raw archive (${stagingRuns})`, value: archiveRate, unit: 'runs/s', note: 'kept' },
       { bench: b, metric: `staging+merge, TS flatten + Appender (${stagingRuns})`, value: appenderRate, unit: 'runs/s', note: `archive-read is ${(archiveRate / appenderRate).toFixed(2)}x` },
-      { bench: b, metric: `peak RSS at N = ${load.runs}`, value: load.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `fresh process, ${NODE_FLAGS.join(' ')}, DuckDB memory_limit ${DEFAULT_MEMORY_LIMIT}; ${Math.round(load.startRssMb as number)} MB at the process's start` },
+      { bench: b, metric: `peak RSS at N = ${load.runs}`, value: load.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `fresh process, ${NODE_FLAGS.join(' ')}, MALLOC_ARENA_MAX=2, DuckDB memory_limit ${DEFAULT_MEMORY_LIMIT}; ${Math.round(load.startRssMb as number)} MB at the process's start` },
       { bench: b, metric: `peak RSS at 4N = ${load4.runs}`, value: load4.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `4N load ${Math.round(perS(load4.runs as number, load4.loadMs as number))} runs/s` },
       { bench: b, metric: `export (full) of N`, value: (load.exportMs as number) / 1000, unit: 's', note: `${load.exportFiles} files, ZSTD; peak RSS with export ${Math.round(load.peakRssMb as number)} MB` },
       { bench: b, metric: `export (full) of 4N`, value: (load4.exportMs as number) / 1000, unit: 's', note: `peak RSS with export ${Math.round(load4.peakRssMb as number)} MB` },
