@@ -110,6 +110,10 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       if (closed) return;
       await chain;
       closed = true;
+      // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
+      // thread; done here first, it runs on DuckDB's threads and the process keeps answering
+      // (its requests keep their pace) meanwhile.
+      if (!readOnly) await db.run('CHECKPOINT').catch(() => undefined);
       connection.closeSync();
       instance.closeSync();
     },
