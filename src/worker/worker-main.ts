@@ -76,6 +76,8 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
     fetchEvents: new QueueEvents(FETCH_QUEUE, { connection: eventsRedis, prefix }),
     flows: new FlowProducer({ connection, prefix }),
   };
+  // The writer waits on many fetch jobs at once, each wait a listener on these.
+  for (const emitter of [queues.fetch, queues.fetchEvents]) emitter.setMaxListeners(1000);
   const noteBlocked = (e: WarehouseLockedError) => {
     const info = JSON.stringify({ holderPid: e.holderPid, holder: e.holder, waiting: `${hostname()}:${process.pid}`, since: Date.now() });
     connection.set(`${prefix}:${BLOCKED_KEY}`, info, 'PX', 30_000).catch(() => undefined);
