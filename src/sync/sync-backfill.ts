@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { runListQueries, type RunListFilter } from '../api/index.ts';
 import { exportParquet } from '../export/export-parquet.ts';
+import { withLogFields } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { toJsonText } from '../warehouse/json-text.ts';
 import { finishAudit, passId, RequestMeter, startAudit, type PassStatus, type RequestTally } from './sync-audit.ts';
@@ -54,12 +55,15 @@ export interface BackfillOptions {
 }
 
 export async function runBackfill(base: SyncDeps, spec: BackfillSpec, options: BackfillOptions = {}): Promise<BackfillResult> {
-  const onProgress = options.onProgress;
   checkBackfill(spec);
   const key = backfillKey(spec);
   const startedAt = base.now();
   const id = passId(startedAt);
-  const deps: SyncDeps = { ...base, logger: base.logger.child({ passId: id, backfill: key }) };
+  return withLogFields({ passId: id, backfill: key }, () => backfill(base, spec, options, key, startedAt, id));
+}
+
+async function backfill(deps: SyncDeps, spec: BackfillSpec, options: BackfillOptions, key: string, startedAt: number, id: string): Promise<BackfillResult> {
+  const onProgress = options.onProgress;
   const t0 = performance.now();
   const meter = await RequestMeter.begin(deps);
   const saved = await readWalk(deps, key);

@@ -1,5 +1,6 @@
 import { AuthError, PermissionError } from '../api/index.ts';
 import { exportParquet, type ExportResult } from '../export/export-parquet.ts';
+import { withLogFields } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { finishAudit, passId, RequestMeter, startAudit, type PassKind, type PassStatus, type RequestTally } from './sync-audit.ts';
 import { snapshotCatalog, type SnapshotResult } from './sync-catalog.ts';
@@ -45,10 +46,15 @@ export interface PassResult {
 
 export async function runPass(base: SyncDeps, options: PassOptions = {}): Promise<PassResult> {
   const startedAt = base.now();
+  const id = passId(startedAt);
+  // Every line logged during the pass carries its id, the client's and the warehouse's too.
+  return withLogFields({ passId: id }, () => pass(base, options, startedAt, id));
+}
+
+async function pass(base: SyncDeps, options: PassOptions, startedAt: number, id: string): Promise<PassResult> {
   const t0 = performance.now();
   const kind: PassKind = options.kind === 'snapshot' ? 'snapshot' : options.reconcile ? 'reconcile' : 'sync';
-  const id = passId(startedAt);
-  const deps: SyncDeps = { ...base, logger: base.logger.child({ passId: id }) };
+  const deps: SyncDeps = base;
   const meter = await RequestMeter.begin(deps);
   const result: PassResult = {
     id,

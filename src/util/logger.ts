@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { pino, type DestinationStream, type Logger } from 'pino';
 
@@ -18,6 +19,17 @@ export interface LoggerOptions {
 }
 
 export const REDACTED = '[REDACTED]';
+
+/**
+ * Fields every line logged inside `withLogFields` carries, whichever logger writes it: a pass's
+ * id reaches the lines of the API client, the budget and the warehouse, which were given their
+ * logger before the pass began.
+ */
+const logFields = new AsyncLocalStorage<Record<string, unknown>>();
+
+export function withLogFields<T>(fields: Record<string, unknown>, fn: () => Promise<T>): Promise<T> {
+  return logFields.run({ ...logFields.getStore(), ...fields }, fn);
+}
 
 export function redactText(text: string, secrets: readonly string[]): string {
   let out = text;
@@ -48,6 +60,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: options.base ?? null,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      mixin: () => logFields.getStore() ?? {},
     },
     stream,
   );
