@@ -1,6 +1,7 @@
 // One measurement of the warehouse-load bench, run in a fresh process so that its peak memory is
 // its own. Prints one JSON line. Modes:
-//   load <ndjson> <n> <dir> <batch> [memoryLimit]   load the first n run details, then export
+//   load <ndjson> <n> <dir> <batch> [export|no-export] [memoryLimit]
+//                                                   load the first n run details, then export
 //   staging <ndjson> <n> <dir> <batch>              staging+merge only: archive-read vs Appender
 //   ceiling <ndjson> <dir>                          DuckDB read_json + unnest of the same file
 import { createReadStream, mkdirSync } from 'node:fs';
@@ -67,7 +68,7 @@ async function childRows(db: SqlRunner): Promise<number> {
   return Number(r?.n ?? 0);
 }
 
-async function load(file: string, n: number, dir: string, batch: number, memoryLimit?: string): Promise<object> {
+async function load(file: string, n: number, dir: string, batch: number, withExport: boolean, memoryLimit?: string): Promise<object> {
   // Reading and parsing the input stands for the API client's work: timed alone first, and taken
   // out of the loading time below.
   const startRssMb = process.memoryUsage().rss / 1024 / 1024;
@@ -97,12 +98,17 @@ async function load(file: string, n: number, dir: string, batch: number, memoryL
   const loadCpuMs = cpuMs() - c0 - parseCpuMs;
   const rows = await childRows(wh);
   const loadRss = peakRssMb();
+  process.stderr.write(`loaded ${runs} runs in ${Math.round(loadMs)} ms, peak RSS ${Math.round(loadRss)} MB\n`);
+  const base = { runs, childRows: rows, wallMs, loadMs, parseMs, loadCpuMs, startRssMb, loadPeakRssMb: loadRss };
+  if (!withExport) {
+    await wh.close();
+    return base;
+  }
   const tExport = performance.now();
-  process.stderr.write(`loaded ${runs} runs in ${Math.round(loadMs)} ms; exporting\n`);
   const e = await exportParquet(wh, { full: true });
   const exportMs = performance.now() - tExport;
   await wh.close();
-  return { runs, childRows: rows, wallMs, loadMs, parseMs, loadCpuMs, startRssMb, exportMs, exportFiles: e.written.length, loadPeakRssMb: loadRss, peakRssMb: peakRssMb() };
+  return { ...base, exportMs, exportFiles: e.written.length, peakRssMb: peakRssMb() };
 }
 
 async function staging(file: string, n: number, dir: string, batch: number): Promise<object> {
@@ -197,7 +203,7 @@ async function ceiling(file: string, dir: string): Promise<object> {
 const [mode, ...args] = process.argv.slice(2);
 const out =
   mode === 'load'
-    ? await load(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]), args[4])
+    ? await load(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]), args[4] !== 'no-export', args[5])
     : mode === 'staging'
       ? await staging(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]))
       : await ceiling(args[0] as string, args[1] as string);

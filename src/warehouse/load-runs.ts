@@ -53,9 +53,12 @@ interface Prepared {
 
 export async function loadRunDetails(wh: Warehouse, details: readonly unknown[], options: RunLoadOptions = {}): Promise<RunLoadResult> {
   const fetchedAt = options.fetchedAt ?? wh.now();
+  // Only the count is needed once the payloads are archived: the merge, queued behind others,
+  // must not keep a batch of parsed details alive.
+  const received = details.length;
   const prepared = await prepare(wh, details, fetchedAt);
   try {
-    return await wh.transaction((tx) => merge(tx, wh, prepared, details.length, fetchedAt, options.bookkeeping));
+    return await wh.transaction((tx) => merge(tx, wh, prepared, received, fetchedAt, options.bookkeeping));
   } catch (e) {
     await prepared.archive.abort();
     throw e;
