@@ -2,6 +2,8 @@
 // its own. Prints one JSON line. Modes:
 //   load <ndjson> <n> <dir> <batch> [export|no-export] [memoryLimit]
 //                                                   load the first n run details, then export
+//   units <ndjson> <n> <dir> <batch>                as the sync engine commits: one warehouse unit
+//                                                   (open, load, checkpoint, close) per batch
 //   staging <ndjson> <n> <dir> <batch>              staging+merge only: archive-read vs Appender
 //   ceiling <ndjson> <dir>                          DuckDB read_json + unnest of the same file
 import { createReadStream, mkdirSync } from 'node:fs';
@@ -12,6 +14,8 @@ import { exportParquet } from '../src/export/export-parquet.ts';
 import { appendRows, createStageLike } from '../src/warehouse/append-rows.ts';
 import { flattenRunDetail } from '../src/warehouse/flatten-run.ts';
 import type { Row } from '../src/warehouse/flatten-values.ts';
+import { WarehouseGate } from '../src/sync/warehouse-gate.ts';
+import { silentLogger } from '../src/util/logger.ts';
 import { loadRunDetails, stageAndMerge } from '../src/warehouse/load-runs.ts';
 import { RUN_CHILDREN } from '../src/warehouse/spec-runs.ts';
 import { openWarehouse } from '../src/warehouse/warehouse-open.ts';
@@ -111,6 +115,25 @@ async function load(file: string, n: number, dir: string, batch: number, withExp
   return { ...base, exportMs, exportFiles: e.written.length, peakRssMb: peakRssMb() };
 }
 
+async function units(file: string, n: number, dir: string, batch: number): Promise<object> {
+  const tParse = performance.now();
+  for await (const b of batches(file, n, batch)) if (b.objects.length === 0) throw new Error('empty batch');
+  const parseMs = performance.now() - tParse;
+  // The engine's way into the warehouse: every commit is a unit that opens the file, loads, and
+  // closes it (checkpointing), so that a reader can get in between two loads.
+  const gate = new WarehouseGate({ dir, logger: silentLogger() });
+  let runs = 0;
+  const t0 = performance.now();
+  for await (const b of batches(file, n, batch)) {
+    const r = await gate.use((wh) => loadRunDetails(wh, b.objects));
+    runs += r.inserted + r.updated;
+  }
+  const loadMs = performance.now() - t0 - parseMs;
+  const loadRss = peakRssMb();
+  process.stderr.write(`loaded ${runs} runs in ${Math.round(loadMs)} ms, one unit per batch, peak RSS ${Math.round(loadRss)} MB\n`);
+  return { runs, loadMs, parseMs, loadPeakRssMb: loadRss };
+}
+
 async function staging(file: string, n: number, dir: string, batch: number): Promise<object> {
   // Archive-read: DuckDB stages straight from the raw archive file (what the loader does).
   const a = await openWarehouse(join(dir, 'archive-read'));
@@ -204,7 +227,9 @@ const [mode, ...args] = process.argv.slice(2);
 const out =
   mode === 'load'
     ? await load(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]), args[4] !== 'no-export', args[5])
-    : mode === 'staging'
+    : mode === 'units'
+      ? await units(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]))
+      : mode === 'staging'
       ? await staging(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]))
       : await ceiling(args[0] as string, args[1] as string);
 process.stdout.write(`${JSON.stringify(out)}\n`);

@@ -87,6 +87,8 @@ const bench: Bench = async (ctx) => {
     const capped4 = await child(['load', file4N, String(bigN), join(dir, 'h4'), String(BATCH), 'no-export'], [HEAP_CAP]);
     ctx.log('ceiling again');
     const ceilingAfter = await child(['ceiling', fileN, join(dir, 'c2')]);
+    ctx.log(`loading ${n} as the sync engine commits`);
+    const unitLoad = await child(['units', fileN, String(n), join(dir, 'wu'), String(BATCH)]);
     const pageRuns = Math.min(n, 5000);
     ctx.log(`loading ${pageRuns} one page per commit`);
     const paged = await child(['load', fileN, String(pageRuns), join(dir, 'wp'), String(PAGE)]);
@@ -113,6 +115,7 @@ const bench: Bench = async (ctx) => {
       { bench: b, metric: 'ceiling: child rows/s', value: ceilChild, unit: 'rows/s' },
       { bench: b, metric: 'load / ceiling', value: loadRuns / ceilRuns, goal: '>= 0.50' },
       { bench: b, metric: 'CPU per run: load / ceiling', value: `${Math.round(cpuPerRun(load.loadCpuMs as number, load.runs as number))} / ${Math.round(cpuPerRun(ceiling.cpuMs as number, ceiling.runs as number))}`, unit: 'µs', note: 'all threads; the load excludes parsing the input' },
+      { bench: b, metric: `load ${unitLoad.runs} runs as the sync engine commits`, value: perS(unitLoad.runs as number, unitLoad.loadMs as number), unit: 'runs/s', note: `one warehouse unit per batch of ${BATCH} (open, load, checkpoint, close), so readers get in between; peak RSS ${Math.round(unitLoad.loadPeakRssMb as number)} MB` },
       { bench: b, metric: `load ${paged.runs} runs, one page (${PAGE}) per commit`, value: perS(paged.runs as number, paged.loadMs as number), unit: 'runs/s', note: '2 in flight' },
       { bench: b, metric: 'end to end incl. parsing: runs/s', value: perS(load.runs as number, load.wallMs as number), unit: 'runs/s', note: `JSON.parse of the input alone: ${Math.round(load.parseMs as number)} ms` },
       { bench: b, metric: `staging+merge, DuckDB reads raw archive (${stagingRuns})`, value: archiveRate, unit: 'runs/s', note: 'kept' },
