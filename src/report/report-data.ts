@@ -5,14 +5,18 @@ import type { SqlRunner } from '../warehouse/warehouse-types.ts';
 // runsync.duckdb and from analytics.duckdb), plus the recent sync passes when the source is the
 // warehouse itself (analytics.duckdb holds no bookkeeping).
 
-export interface DayRow {
-  day: string;
+/** Runs by resolution type, as the v_runs_daily_resolution and v_resolution_by_* views count them. */
+export interface ResolutionCounts {
   runs: number;
   deflected: number;
   resolved: number;
   escalated: number;
   pending: number;
   noResolution: number;
+}
+
+export interface DayRow extends ResolutionCounts {
+  day: string;
   other: number;
 }
 
@@ -26,14 +30,8 @@ export interface ToolRow {
   inCatalog: boolean;
 }
 
-export interface AgentRow {
+export interface AgentRow extends ResolutionCounts {
   name: string;
-  runs: number;
-  deflected: number;
-  resolved: number;
-  escalated: number;
-  pending: number;
-  noResolution: number;
 }
 
 export interface FreshnessRow {
@@ -89,20 +87,19 @@ const TOP_AGENTS = 12;
 const num = (v: unknown): number => (v === null || v === undefined ? 0 : Number(v));
 const opt = (v: unknown): number | null => (v === null || v === undefined ? null : Number(v));
 const str = (v: unknown): string | null => (v === null || v === undefined ? null : String(v));
+const resolutionCounts = (r: Record<string, unknown>): ResolutionCounts => ({
+  runs: num(r.runs),
+  deflected: num(r.deflected),
+  resolved: num(r.resolved),
+  escalated: num(r.escalated),
+  pending: num(r.pending),
+  noResolution: num(r.no_resolution),
+});
 
 export async function readReportData(db: SqlRunner, source: ReportData['source'], now: Micros): Promise<ReportData> {
   const dayRows = await db.all(`SELECT CAST(day AS VARCHAR) AS day, * EXCLUDE (day) FROM v_runs_daily_resolution ORDER BY day DESC LIMIT ${REPORT_DAYS}`);
   const days = fillDays(
-    dayRows.reverse().map((r) => ({
-      day: String(r.day),
-      runs: num(r.runs),
-      deflected: num(r.deflected),
-      resolved: num(r.resolved),
-      escalated: num(r.escalated),
-      pending: num(r.pending),
-      noResolution: num(r.no_resolution),
-      other: num(r.other_resolution),
-    })),
+    dayRows.reverse().map((r) => ({ day: String(r.day), ...resolutionCounts(r), other: num(r.other_resolution) })),
   );
   const tools = (
     await db.all(`SELECT tool_name, display_name, calls, errors, error_rate, median_duration_seconds, in_catalog
@@ -119,12 +116,7 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
   const [t] = await db.all(`SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(errors), 0) AS errors, count(*) FILTER (WHERE calls > 0) AS tools FROM v_tool_stats`);
   const agents = (await db.all(`SELECT * FROM v_resolution_by_agent ORDER BY runs DESC, agent_name LIMIT ${TOP_AGENTS}`)).map((r) => ({
     name: String(r.agent_name ?? r.agent_id ?? '(no agent)'),
-    runs: num(r.runs),
-    deflected: num(r.deflected),
-    resolved: num(r.resolved),
-    escalated: num(r.escalated),
-    pending: num(r.pending),
-    noResolution: num(r.no_resolution),
+    ...resolutionCounts(r),
   }));
   const freshness = (await db.all(`SELECT table_name, row_count, epoch_us(newest_change_at) AS newest, epoch_us(last_fetched_at) AS fetched FROM v_table_freshness`)).map((r) => ({
     table: String(r.table_name),

@@ -51,10 +51,9 @@ export async function runPass(base: SyncDeps, options: PassOptions = {}): Promis
   return withLogFields({ passId: id }, () => pass(base, options, startedAt, id));
 }
 
-async function pass(base: SyncDeps, options: PassOptions, startedAt: number, id: string): Promise<PassResult> {
+async function pass(deps: SyncDeps, options: PassOptions, startedAt: number, id: string): Promise<PassResult> {
   const t0 = performance.now();
   const kind: PassKind = options.kind === 'snapshot' ? 'snapshot' : options.reconcile ? 'reconcile' : 'sync';
-  const deps: SyncDeps = base;
   const meter = await RequestMeter.begin(deps);
   const result: PassResult = {
     id,

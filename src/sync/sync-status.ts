@@ -1,4 +1,7 @@
 import type { Micros } from '../util/timestamp.ts';
+import { catalogListedKey } from '../warehouse/load-catalog.ts';
+import { CATALOG_TABLES } from '../warehouse/spec-catalog.ts';
+import { RUN_CHILDREN } from '../warehouse/spec-runs.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
 import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './sync-live.ts';
 import type { WalkState } from './sync-walk.ts';
@@ -106,17 +109,16 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   walks.sort((a, b) => b.updatedAt - a.updatedAt);
 
   const tableFreshness: Record<string, Micros | null> = {};
-  const lastListed = (t: string) => {
-    const v = state.get(`catalog.${t}.complete_listed_at`)?.value;
-    return typeof v === 'number' ? v : null;
-  };
-  for (const t of ['tools', 'agents', 'guidelines', 'guardrails', 'runbooks']) tableFreshness[t] = lastListed(t);
+  for (const t of CATALOG_TABLES) {
+    const v = state.get(catalogListedKey(t))?.value;
+    tableFreshness[t] = typeof v === 'number' ? v : null;
+  }
   tableFreshness.tool_parameters = tableFreshness.tools ?? null;
   const [opts] = await db.all<{ f: bigint | null }>(`SELECT max(epoch_us(fetched_at)) AS f FROM run_tool_options`);
   tableFreshness.run_tool_options = n(opts?.f);
   // The run tables are as fresh as the last pass that finished its window.
   const lastRunsPass = passes.find((p) => (p.kind === 'sync' || p.kind === 'reconcile') && p.status !== 'running' && p.f !== null && p.status !== 'failed');
-  for (const t of ['runs', 'run_messages', 'run_steps', 'run_evaluations']) tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
+  for (const t of ['runs', ...RUN_CHILDREN.map((c) => c.table)]) tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
 
   const watermark = state.get(WATERMARK_KEY)?.value;
   return {

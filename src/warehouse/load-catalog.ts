@@ -75,6 +75,11 @@ export interface ApplyListingOptions {
   presentIds?: ReadonlySet<string>;
 }
 
+/** The _sync_state key holding when `table` was last listed completely (what deletions are judged by). */
+export function catalogListedKey(table: CatalogTable): string {
+  return `catalog.${table}.complete_listed_at`;
+}
+
 /** Plans and applies a prepared listing inside the caller's transaction. */
 export async function applyListing(
   tx: SqlRunner,
@@ -83,7 +88,7 @@ export async function applyListing(
   prepared: PreparedListing,
   options: ApplyListingOptions,
 ): Promise<CatalogLoadResult> {
-  const stateKey = `catalog.${table}.complete_listed_at`;
+  const stateKey = catalogListedKey(table);
   const lastComplete = (await getState<number>(tx, stateKey)) ?? null;
   const superseded = lastComplete !== null && options.listedAt < lastComplete;
   const complete = options.complete && prepared.unidentified === 0 && !superseded;
