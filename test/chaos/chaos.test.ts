@@ -1,17 +1,14 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { Redis } from 'ioredis';
 import { afterAll, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { collect, spawnCli } from '../support/cli.ts';
 import { diffCatalog, diffFacts, startSim, tempDir, truth } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, spawnWorker, stopWorker, uniquePrefix, workerEnv } from '../worker/worker-kit.ts';
+import { cleanRedis, eventually, freePort, spawnWorker, startRedisServer as startRedis, stopWorker, uniquePrefix, workerEnv } from '../worker/worker-kit.ts';
 
 // The storm: the simulator with every fault on and its clock moving; `runsync worker` and
 // `runsync sync` processes killed with SIGKILL at random points, over and over; Redis restarted
@@ -29,28 +26,6 @@ function rng(seed: number): () => number {
     s ^= s << 5;
     return (s >>> 0) / 0x100000000;
   };
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir], { stdio: 'ignore' });
-  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  probe.on('error', () => undefined);
-  await eventually(async () => {
-    await probe.connect().catch(() => undefined);
-    return (await probe.ping().catch(() => '')) === 'PONG';
-  }, 20_000, () => `redis-server on ${port} did not answer`);
-  probe.disconnect();
-  return child;
 }
 
 /** Count and key hash of each table, from the warehouse and from the Parquet tree. */

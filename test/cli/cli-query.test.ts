@@ -9,13 +9,13 @@ import { main } from '../../src/cli/main.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 import { viewsFixture, type ViewsFixture } from '../views/views-fixture.ts';
+import { holdInAnotherProcess, releaseHolder } from '../warehouse/wh-kit.ts';
 
 // `runsync query` on the shared synced warehouse: the aligned table, CSV and JSON carry what
 // DuckDB holds (exact integers, timestamps to the microsecond, JSON as JSON); it never writes;
 // SQL errors exit 1 with DuckDB's message and usage errors 2; a held warehouse is named in one
 // line that points to analytics.duckdb, which --analytics reads meanwhile.
 
-const HOLDER = fileURLToPath(new URL('../warehouse/hold-warehouse.ts', import.meta.url));
 
 interface Ran {
   code: number;
@@ -168,21 +168,10 @@ describe('runsync query', () => {
       copyFileSync(join(fixture.dir, 'runsync.duckdb'), join(dir, 'runsync.duckdb'));
       // Its views still read the fixture's Parquet tree, by absolute path.
       copyFileSync(join(fixture.dir, 'analytics.duckdb'), join(dir, 'analytics.duckdb'));
-      holder = spawn(process.execPath, ['--import', 'tsx', HOLDER, dir], { stdio: 'pipe' });
-      let out = '';
-      await new Promise<void>((resolve, reject) => {
-        holder.stdout.on('data', (d) => {
-          out += d;
-          if (out.includes('ready')) resolve();
-        });
-        holder.once('exit', (code) => reject(new Error(`holder exited with ${code}`)));
-      });
+      holder = await holdInAnotherProcess(dir);
     });
     afterAll(async () => {
-      if (holder.exitCode === null) {
-        holder.stdin.end('release\n');
-        await once(holder, 'exit');
-      }
+      await releaseHolder(holder);
       rmSync(dir, { recursive: true, force: true });
     });
 

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
+import { runMain as cli } from '../support/cli.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { formatTimestamp } from '../../src/util/timestamp.ts';
 import { diffWithTruth, SETTLE, spanStart, startSim } from '../sync/sync-kit.ts';
@@ -27,12 +27,6 @@ function canMount(): boolean {
 }
 
 const MOUNT = canMount();
-
-async function cli(args: string[], env: Record<string, string>): Promise<{ code: number; err: string }> {
-  let err = '';
-  const code = await main(args, { env: { LOG_LEVEL: 'silent', ...env }, out: () => undefined, err: (l) => (err += `${l}\n`), isTty: false, signal: new AbortController().signal });
-  return { code, err };
-}
 
 function tempFiles(dir: string): string[] {
   return (readdirSync(dir, { recursive: true }) as string[]).filter((f) => /\.tmp$|\.staging-/.test(f));

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
+import { runMain as cli } from '../support/cli.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { formatTimestamp } from '../../src/util/timestamp.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
@@ -8,19 +8,6 @@ import { hostileProxy, type HostileProxy } from './hostile-proxy.ts';
 
 // Lists that would never end: a cursor that comes back, a page that claims more with no cursor.
 // The pass stops with a clear message and exit 1, keeping the pages it loaded before.
-
-async function cli(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    env: { LOG_LEVEL: 'silent', ...env },
-    out: (l) => (out += `${l}\n`),
-    err: (l) => (err += `${l}\n`),
-    isTty: false,
-    signal: new AbortController().signal,
-  });
-  return { code, out, err };
-}
 
 describe('hostile paging', () => {
   let sim: Simulator | null = null;

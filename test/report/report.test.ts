@@ -1,22 +1,21 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { once } from 'node:events';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { copyFileSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { RESOLUTION_SERIES, renderReport } from '../../src/report/report-html.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { viewsFixture, type ViewsFixture } from '../views/views-fixture.ts';
+import { holdInAnotherProcess, releaseHolder } from '../warehouse/wh-kit.ts';
 import { launchChromium, pixelStats } from './report-browser.ts';
 
 // `runsync report` on the shared synced warehouse, opened in Debian's Chromium: the page loads
 // nothing but itself, each chart is an SVG of real size with drawn marks whose figures are the
 // views', and the screenshot shows them (decoded pixel by pixel: the series colours are there).
 
-const HOLDER = fileURLToPath(new URL('../warehouse/hold-warehouse.ts', import.meta.url));
 const CHARTS = ['runs-per-day', 'tool-error-rates', 'resolution-by-agent', 'freshness'];
 
 interface Ran {
@@ -161,21 +160,10 @@ describe('runsync report', () => {
       dir = mkdtempSync(join(tmpdir(), 'runsync-report-held-'));
       copyFileSync(join(fixture.dir, 'runsync.duckdb'), join(dir, 'runsync.duckdb'));
       copyFileSync(join(fixture.dir, 'analytics.duckdb'), join(dir, 'analytics.duckdb'));
-      holder = spawn(process.execPath, ['--import', 'tsx', HOLDER, dir], { stdio: 'pipe' });
-      let out = '';
-      await new Promise<void>((resolve, reject) => {
-        holder.stdout.on('data', (d) => {
-          out += d;
-          if (out.includes('ready')) resolve();
-        });
-        holder.once('exit', (code) => reject(new Error(`holder exited with ${code}`)));
-      });
+      holder = await holdInAnotherProcess(dir);
     });
     afterAll(async () => {
-      if (holder.exitCode === null) {
-        holder.stdin.end('release\n');
-        await once(holder, 'exit');
-      }
+      await releaseHolder(holder);
       rmSync(dir, { recursive: true, force: true });
     });
 

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { main } from '../../src/cli/main.ts';
 
 // Runs the CLI from source in a child process, as a user would run `runsync`.
 
@@ -60,4 +61,18 @@ export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20
     });
     child.on('exit', () => reject(new Error(`exited before printing ${pattern}: ${buf}`)));
   });
+}
+
+/** Runs the CLI in this process, logging silenced; its output lines joined, each ending in \n. */
+export async function runMain(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
+  let out = '';
+  let err = '';
+  const code = await main(args, {
+    env: { LOG_LEVEL: 'silent', ...env },
+    out: (l) => (out += `${l}\n`),
+    err: (l) => (err += `${l}\n`),
+    isTty: false,
+    signal: new AbortController().signal,
+  });
+  return { code, out, err };
 }

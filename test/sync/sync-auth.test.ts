@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { main } from '../../src/cli/main.ts';
+import { runMain as cli } from '../support/cli.ts';
 import { ALL_SCOPES, type Simulator } from '../../src/simulator/index.ts';
 import { formatTimestamp, MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
@@ -7,19 +7,6 @@ import { diffWithTruth, spanStart, startSim, storedCount, tempDir } from './sync
 
 // What the API key can break: revoked in the middle of a pass (401: stop at once, say so, keep
 // what was loaded) or missing a scope (403: say which, sync the rest, exit 1).
-
-async function cli(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const code = await main(args, {
-    env: { LOG_LEVEL: 'silent', ...env },
-    out: (l) => (out += `${l}\n`),
-    err: (l) => (err += `${l}\n`),
-    isTty: false,
-    signal: new AbortController().signal,
-  });
-  return { code, out, err };
-}
 
 describe('the API key during a pass', () => {
   let sim: Simulator | null = null;

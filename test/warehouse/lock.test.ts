@@ -9,28 +9,13 @@ import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { DB_FILE } from '../../src/warehouse/warehouse-types.ts';
 import { runDetail } from './run-fixture.ts';
-import { tempDir } from './wh-kit.ts';
+import { holdInAnotherProcess, releaseHolder, tempDir } from './wh-kit.ts';
 
-const HOLDER = fileURLToPath(new URL('./hold-warehouse.ts', import.meta.url));
 const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 let tmp: ReturnType<typeof tempDir>;
 let child: ChildProcessWithoutNullStreams | null = null;
 let dir: string;
-
-async function holdInAnotherProcess(): Promise<ChildProcessWithoutNullStreams> {
-  const c = spawn(process.execPath, ['--import', 'tsx', HOLDER, dir], { stdio: 'pipe' });
-  let out = '';
-  c.stdout.setEncoding('utf8');
-  await new Promise<void>((resolve, reject) => {
-    c.stdout.on('data', (s: string) => {
-      out += s;
-      if (out.includes('ready')) resolve();
-    });
-    c.once('exit', (code) => reject(new Error(`holder exited with ${code}`)));
-  });
-  return c;
-}
 
 beforeEach(async () => {
   tmp = tempDir();
@@ -38,13 +23,10 @@ beforeEach(async () => {
   const w = await openWarehouse(dir);
   await loadRunDetails(w, [runDetail()]); // something in the raw archive, so rebuild gets as far as the lock
   await w.close();
-  child = await holdInAnotherProcess();
+  child = await holdInAnotherProcess(dir);
 });
 afterEach(async () => {
-  if (child && child.exitCode === null) {
-    child.stdin.end('release\n');
-    await once(child, 'exit');
-  }
+  if (child) await releaseHolder(child);
   child = null;
   tmp.cleanup();
 });

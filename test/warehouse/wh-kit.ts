@@ -1,6 +1,9 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { SimClock } from '../../src/simulator/sim-clock.ts';
 import { SimWorld } from '../../src/simulator/sim-world.ts';
 import { parseTimestamp, type Micros } from '../../src/util/timestamp.ts';
@@ -59,4 +62,28 @@ export async function count(db: SqlRunner, sql: string, params?: readonly (strin
 /** A deep copy, so a test can edit a simulator payload without touching the original. */
 export function clone<T>(v: T): T {
   return structuredClone(v);
+}
+
+const HOLDER = fileURLToPath(new URL('./hold-warehouse.ts', import.meta.url));
+
+/** Another process holding the warehouse in `dir` open, once it says so; see releaseHolder. */
+export async function holdInAnotherProcess(dir: string): Promise<ChildProcessWithoutNullStreams> {
+  const c = spawn(process.execPath, ['--import', 'tsx', HOLDER, dir], { stdio: 'pipe' });
+  let out = '';
+  c.stdout.setEncoding('utf8');
+  await new Promise<void>((resolve, reject) => {
+    c.stdout.on('data', (s: string) => {
+      out += s;
+      if (out.includes('ready')) resolve();
+    });
+    c.once('exit', (code) => reject(new Error(`holder exited with ${code}`)));
+  });
+  return c;
+}
+
+/** Lets the holder close the warehouse and waits for it to exit (if it still runs). */
+export async function releaseHolder(c: ChildProcessWithoutNullStreams): Promise<void> {
+  if (c.exitCode !== null) return;
+  c.stdin.end('release\n');
+  await once(c, 'exit');
 }

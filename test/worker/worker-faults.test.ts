@@ -1,6 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -9,41 +7,10 @@ import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 import { diffFacts, startSim, tempDir, truth } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, spawnWorker, stopWorker, uniquePrefix, workerEnv, type RunningWorker } from './worker-kit.ts';
+import { cleanRedis, eventually, freePort, spawnWorker, startRedisServer as startRedis, stopWorker, uniquePrefix, workerEnv, type RunningWorker } from './worker-kit.ts';
 
 // What a worker must live through: Redis restarting in the middle of a pass, and an analyst
 // holding runsync.duckdb open for a minute.
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const s = createServer();
-    s.listen(0, '127.0.0.1', () => {
-      const port = (s.address() as { port: number }).port;
-      s.close(() => resolve(port));
-    });
-    s.on('error', reject);
-  });
-}
-
-async function startRedis(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir], { stdio: 'ignore' });
-  await eventually(
-    async () => {
-      const { Redis } = await import('ioredis');
-      const r = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: 0, lazyConnect: true, retryStrategy: () => null });
-      r.on('error', () => undefined);
-      try {
-        await r.connect();
-        return (await r.ping()) === 'PONG';
-      } finally {
-        r.disconnect();
-      }
-    },
-    20_000,
-    () => `redis-server on ${port} did not answer`,
-  );
-  return child;
-}
 
 describe('a worker through faults', () => {
   let sim: Simulator | null = null;

@@ -1,5 +1,6 @@
-import type { ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import type { Simulator } from '../../src/simulator/index.ts';
@@ -128,4 +129,32 @@ export async function startSimProcess(o: { seed: number; size: number; days: num
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
     },
   };
+}
+
+/** A TCP port free on 127.0.0.1 a moment ago. */
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const port = (s.address() as { port: number }).port;
+      s.close(() => resolve(port));
+    });
+    s.on('error', reject);
+  });
+}
+
+/**
+ * A redis-server of the test's own on `port`, its append-only file in `dir`, so that it can be
+ * killed and started again with its data; resolves once it answers PING.
+ */
+export async function startRedisServer(port: number, dir: string): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir], { stdio: 'ignore' });
+  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  probe.on('error', () => undefined);
+  await eventually(async () => {
+    await probe.connect().catch(() => undefined);
+    return (await probe.ping().catch(() => '')) === 'PONG';
+  }, 20_000, () => `redis-server on ${port} did not answer`);
+  probe.disconnect();
+  return child;
 }
