@@ -15,6 +15,7 @@ import { appendRows, createStageLike } from '../src/warehouse/append-rows.ts';
 import { flattenRunDetail } from '../src/warehouse/flatten-run.ts';
 import type { Row } from '../src/warehouse/flatten-values.ts';
 import { WarehouseGate } from '../src/sync/warehouse-gate.ts';
+import { limitHeapGrowth } from '../src/util/heap-growth.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { loadRunDetails, stageAndMerge } from '../src/warehouse/load-runs.ts';
 import { RUN_CHILDREN } from '../src/warehouse/spec-runs.ts';
@@ -222,6 +223,9 @@ async function ceiling(file: string, dir: string): Promise<object> {
   inst.closeSync();
   return { ms, cpuMs: cpu, runs, childRows: rows };
 }
+
+// As the CLI runs (src/cli/main.ts), unless the bench asks for V8's own heap growth.
+if (process.env.RUNSYNC_BENCH_V8_DEFAULT_HEAP !== '1') limitHeapGrowth();
 
 const [mode, ...args] = process.argv.slice(2);
 const out =

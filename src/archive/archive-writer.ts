@@ -125,10 +125,19 @@ export class ArchiveWriter {
   }
 
   async commit(): Promise<string> {
+    if (this.committed) return this.path;
     await this.finish();
     await rename(this.tempPath, this.path);
     this.done = true;
+    this.committed = true;
     return this.path;
+  }
+
+  private committed = false;
+
+  /** Where the finished file is now: hidden until commit(), then under its name. */
+  get currentPath(): string {
+    return this.committed ? this.path : this.tempPath;
   }
 
   async abort(): Promise<void> {

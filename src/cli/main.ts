@@ -12,6 +12,7 @@ import { statusCommand } from './commands/status.ts';
 import { snapshotCommand, syncCommand } from './commands/sync.ts';
 import { workerCommand } from './commands/worker.ts';
 import { ConfigError } from '../config/index.ts';
+import { limitHeapGrowth } from '../util/heap-growth.ts';
 
 export function buildProgram(ctx: CliContext, setExit: (code: number) => void): Command {
   const program = new Command('runsync')
@@ -49,6 +50,7 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
   // organization's conversations: everything runsync creates is for its owner alone.
   process.umask(0o077);
   if (!partial.out) {
+    limitHeapGrowth();
     // Output piped into `head` and the like: a closed pipe ends the command quietly.
     process.stdout.on('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);

@@ -31,6 +31,17 @@ export interface ExportResult {
   durationMs: number;
 }
 
+export const EXPORT_MEMORY_LIMIT = '192MB';
+
+const UNITS: Record<string, number> = { bytes: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+
+/** Bytes of a DuckDB memory size ('96MB', '91.5 MiB'); unknown forms count as unlimited. */
+export function sizeBytes(size: string): number {
+  const m = /^\s*([\d.]+)\s*([a-z]+)\s*$/i.exec(size);
+  const unit = m ? UNITS[(m[2] as string).toLowerCase()] : undefined;
+  return m && unit !== undefined ? Number(m[1]) * unit : Number.POSITIVE_INFINITY;
+}
+
 export async function exportParquet(wh: Warehouse, options: ExportOptions = {}): Promise<ExportResult> {
   return wh.serial(async () => {
     const t0 = performance.now();
@@ -50,9 +61,14 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     await mkdir(staging, { recursive: true });
     const result: ExportResult = { written: [], removed: [], dates, tables: flat.map((t) => t.name), analyticsFile: '', durationMs: 0 };
     // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
+    // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
+    // does not always hold: the export gets at least EXPORT_MEMORY_LIMIT for its run.
     const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
     const threads = Number(setting?.t ?? wh.exportThreads);
+    const memoryLimit = wh.memoryLimit;
+    const raiseMemory = sizeBytes(memoryLimit) < sizeBytes(EXPORT_MEMORY_LIMIT);
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
+    if (raiseMemory) await wh.setMemoryLimit(EXPORT_MEMORY_LIMIT);
     try {
       for (const t of RUN_EXPORT_TABLES) await writePartitions(wh, t, root, staging, dates, result);
       if (full) {
@@ -65,6 +81,7 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     } finally {
       await rm(staging, { recursive: true, force: true });
       if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
+      if (raiseMemory) await wh.setMemoryLimit(memoryLimit);
     }
     result.analyticsFile = await writeAnalyticsViews(wh, root);
     result.durationMs = performance.now() - t0;

@@ -1,7 +1,7 @@
 import { listValue } from '@duckdb/node-api';
 import { InvalidRecordError, type InvalidRecordReport } from '../api/index.ts';
 import { parseTimestamp, type Micros } from '../util/timestamp.ts';
-import { loadRunDetails, type RunLoadResult } from '../warehouse/load-runs.ts';
+import { loadRunDetails, OUTSIZED_MEMORY_LIMIT, type RunLoadResult } from '../warehouse/load-runs.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
 import { toJsonText } from '../warehouse/json-text.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
@@ -65,7 +65,9 @@ function sizedByPayload(e: unknown): boolean {
   return e instanceof Error && /^(Out of Memory Error|Invalid Input Error|Conversion Error)/.test(e.message);
 }
 
-export const LARGE_PAYLOAD_MEMORY = '2GB';
+// The loader merges a batch that ran out of memory again with OUTSIZED_MEMORY_LIMIT itself; what
+// still fails is split here, and a payload alone gets that memory from the start.
+const LARGE_PAYLOAD_MEMORY = OUTSIZED_MEMORY_LIMIT;
 
 /**
  * Loads a batch; when DuckDB fails on what the batch holds, loads its halves apart (the

@@ -58,11 +58,38 @@ export async function loadRunDetails(wh: Warehouse, details: readonly unknown[],
   const received = details.length;
   const prepared = await prepare(wh, details, fetchedAt);
   try {
-    return await wh.transaction((tx) => merge(tx, wh, prepared, received, fetchedAt, options.bookkeeping));
+    try {
+      return await wh.transaction((tx) => merge(tx, wh, prepared, received, fetchedAt, options.bookkeeping));
+    } catch (e) {
+      if (!isOutOfMemory(e)) throw e;
+      // A payload beyond the usual memory (a tool output of many megabytes): the archived batch is
+      // merged again, once, with room for it. The commit needs that room too (it writes the
+      // payload to the log), so the limit is restored after it.
+      wh.logger.warn({ runs: received, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT }, 'a batch of run details did not fit in memory; merging it again with more');
+      let limit: string | null = null;
+      try {
+        return await wh.transaction(async (tx) => {
+          limit = wh.memoryLimit;
+          await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
+          return merge(tx, wh, prepared, received, fetchedAt, options.bookkeeping);
+        });
+      } finally {
+        const restore = limit;
+        if (restore !== null) await wh.serial(() => wh.setMemoryLimit(restore));
+      }
+    }
   } catch (e) {
     await prepared.archive.abort();
     throw e;
   }
+}
+
+/** The memory a batch that failed for lack of it is merged again with. */
+export const OUTSIZED_MEMORY_LIMIT = '2GB';
+
+/** DuckDB out of memory, in a statement or in the commit (which writes the batch to its log). */
+function isOutOfMemory(e: unknown): boolean {
+  return e instanceof Error && (e.message.startsWith('Out of Memory Error') || /^TransactionContext Error: Failed to commit: failed to (pin|allocate)/.test(e.message));
 }
 
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
@@ -110,7 +137,7 @@ async function merge(tx: SqlRunner, wh: Warehouse, p: Prepared, received: number
     archiveFile: null,
   };
   if (p.valid > 0) {
-    const counts = await stageAndMerge(tx, [p.archive.tempPath]);
+    const counts = await stageAndMerge(tx, [p.archive.currentPath]);
     Object.assign(result, counts);
   }
   await insertRejected(tx, 'runs', p.rejected, p.rejectedPayloads, fetchedAt);

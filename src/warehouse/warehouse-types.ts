@@ -53,6 +53,10 @@ export interface Warehouse extends SqlRunner {
   /** DuckDB threads for work the JavaScript side waits on (the export): the threads option, or every core. */
   readonly exportThreads: number;
   now(): Micros;
+  /** DuckDB's memory limit in force, as it was set (e.g. '96MB'). */
+  readonly memoryLimit: string;
+  /** Sets DuckDB's memory limit; on the handle's connection, so inside serial() or a transaction. */
+  setMemoryLimit(limit: string): Promise<void>;
   /** Runs `fn` after every earlier serial() call of this handle has finished. */
   serial<T>(fn: () => Promise<T>): Promise<T>;
   /** serial(), inside BEGIN … COMMIT; ROLLBACK when `fn` throws. */

@@ -166,6 +166,21 @@ describe('parquet export', () => {
     expect(files).toBeGreaterThan(ALL_EXPORT_TABLES.length);
   });
 
+  it('exports a warehouse whose memory limit is below what the export needs, and leaves the limit as it was', async () => {
+    const dir = join(tmp.dir, 'small');
+    const small = await openWarehouse(dir, { memoryLimit: '16MB' });
+    try {
+      await loadRunDetails(small, details);
+      const before = await small.all<{ m: string }>(`SELECT current_setting('memory_limit') AS m`);
+      await exportParquet(small, { full: true });
+      expect(await small.all(`SELECT current_setting('memory_limit') AS m`)).toEqual(before);
+      const steps = `read_parquet('${join(dir, 'parquet', 'run_steps', '*', '*.parquet')}', hive_partitioning = true)`;
+      expect(await count(small, `SELECT count(*) FROM ${steps}`)).toBe(await count(small, `SELECT count(*) FROM run_steps`));
+    } finally {
+      await small.close();
+    }
+  });
+
   it('rewrites only the partitions and tables that changed since the last export', async () => {
     await exportParquet(wh);
     const snapshot = () => new Map(filesUnder(pq()).map((f) => [f, statSync(pq(f)).ino]));

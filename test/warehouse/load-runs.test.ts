@@ -104,6 +104,23 @@ describe('loading run details', () => {
     expect(JSON.parse(row?.o ?? 'null')).toEqual([odd.huge, null]);
   });
 
+  it('merges a batch too large for the memory limit again with more, then restores the limit', async () => {
+    const small = await openWarehouse(join(tmp.dir, 'small'), { memoryLimit: '16MB' });
+    try {
+      const [before] = await small.all<{ m: string }>(`SELECT current_setting('memory_limit') AS m`);
+      const huge = 'h'.repeat(4_000_000);
+      const d = runDetail({ steps: [{ id: 's', order: 1, tool: { name: 'n', type: 't', input: { huge }, output: [huge, huge], redacted: false, truncated: false, error: null } }] });
+      const r = await loadRunDetails(small, [d]);
+      expect(r).toMatchObject({ inserted: 1, rejected: [] });
+      expect(r.archiveFile).not.toBeNull();
+      expect(await small.all(`SELECT current_setting('memory_limit') AS m`)).toEqual([before]);
+      expect(await small.all(`SELECT count(*) AS n FROM run_steps WHERE id = 's'`)).toEqual([{ n: 1n }]);
+      expect(before?.m).toBe('15.2 MiB');
+    } finally {
+      await small.close();
+    }
+  });
+
   it('is idempotent: loading the same batch again changes nothing and archives nothing', async () => {
     const details = simDetails(32, 80);
     const first = await loadRunDetails(wh, details);
