@@ -55,6 +55,7 @@ export class ArchiveWriter {
   private seq = 0;
   private finished = false;
   private done = false;
+  private committed = false;
 
   private constructor(
     private readonly writer: ParquetWriter,
@@ -132,8 +133,6 @@ export class ArchiveWriter {
     this.committed = true;
     return this.path;
   }
-
-  private committed = false;
 
   /** Where the finished file is now: hidden until commit(), then under its name. */
   get currentPath(): string {

@@ -65,14 +65,11 @@ function sizedByPayload(e: unknown): boolean {
   return e instanceof Error && /^(Out of Memory Error|Invalid Input Error|Conversion Error)/.test(e.message);
 }
 
-// The loader merges a batch that ran out of memory again with OUTSIZED_MEMORY_LIMIT itself; what
-// still fails is split here, and a payload alone gets that memory from the start.
-const LARGE_PAYLOAD_MEMORY = OUTSIZED_MEMORY_LIMIT;
-
 /**
  * Loads a batch; when DuckDB fails on what the batch holds, loads its halves apart (the
  * bookkeeping with the last), then a payload alone with more memory, and refuses it (kept in
- * _sync_rejected) only if that fails too. One giant record never stops a pass.
+ * _sync_rejected) only if that fails too. One giant record never stops a pass. (A batch that ran
+ * out of memory was already merged again by the loader, once, with OUTSIZED_MEMORY_LIMIT.)
  */
 async function loadSplitting(
   deps: SyncDeps,
@@ -104,8 +101,8 @@ async function loadSplitting(
       };
     }
     if (memoryLimit === undefined) {
-      deps.logger.warn({ runId: idOf(details[0]), error: (e as Error).message }, `a run detail too large for the usual memory; loading it alone with up to ${LARGE_PAYLOAD_MEMORY}`);
-      return loadSplitting(deps, details, fetchedAt, bookkeeping, LARGE_PAYLOAD_MEMORY);
+      deps.logger.warn({ runId: idOf(details[0]), error: (e as Error).message }, `a run detail too large for the usual memory; loading it alone with up to ${OUTSIZED_MEMORY_LIMIT}`);
+      return loadSplitting(deps, details, fetchedAt, bookkeeping, OUTSIZED_MEMORY_LIMIT);
     }
     const id = idOf(details[0]);
     const reason = `could not be loaded: ${(e as Error).message}`;
