@@ -14,9 +14,9 @@ import type { Bench, BenchRow } from './bench-types.ts';
 // Loads N run details from the simulator's generator (N = 20,000 at scale 1: about a million
 // child rows) and compares the rate with DuckDB's own read_json + unnest of the same raw file,
 // the ceiling. Every measurement runs in a fresh process, so peak memory is its own; the ceiling
-// runs before and after the loads and the faster of the two is the goal's reference, so a noisy
-// neighbour slows the ceiling no more than the load. CPU time (all threads) is shown beside the
-// wall time: it is what a busy machine disturbs least.
+// runs before and after the loads and the faster of the two is the goal's reference; the load at N
+// runs twice as well and is taken the same way, so a noisy neighbour weighs on both alike. CPU
+// time (all threads) is shown beside the wall time: it is what a busy machine disturbs least.
 //
 // Batches are of 400 run details, two in flight (the loader checks and archives the next batch
 // while DuckDB merges the previous one): the sync engine commits every page whose details have
@@ -86,6 +86,8 @@ const bench: Bench = async (ctx) => {
     const v8Default4 = await child(['load', file4N, String(bigN), join(dir, 'h4'), String(BATCH), 'no-export'], V8_DEFAULT_HEAP);
     ctx.log('ceiling again');
     const ceilingAfter = await child(['ceiling', fileN, join(dir, 'c2')]);
+    ctx.log(`loading ${n} again`);
+    const loadAgain = await child(['load', fileN, String(n), join(dir, 'w2'), String(BATCH), 'no-export']);
     ctx.log(`loading ${n} as the sync engine commits`);
     const unitLoad = await child(['units', fileN, String(n), join(dir, 'wu'), String(BATCH)]);
     const pageRuns = Math.min(n, 5000);
@@ -97,8 +99,10 @@ const bench: Bench = async (ctx) => {
 
     const perS = (count: number, ms: number) => count / (ms / 1000);
     const ceiling = perS(ceilingBefore.runs as number, ceilingBefore.ms as number) >= perS(ceilingAfter.runs as number, ceilingAfter.ms as number) ? ceilingBefore : ceilingAfter;
-    const loadRuns = perS(load.runs as number, load.loadMs as number);
-    const loadChild = perS(load.childRows as number, load.loadMs as number);
+    // The load is taken as the ceiling is: the faster of two runs, one early and one late.
+    const fast = perS(load.runs as number, load.loadMs as number) >= perS(loadAgain.runs as number, loadAgain.loadMs as number) ? load : loadAgain;
+    const loadRuns = perS(fast.runs as number, fast.loadMs as number);
+    const loadChild = perS(fast.childRows as number, fast.loadMs as number);
     const ceilRuns = perS(ceiling.runs as number, ceiling.ms as number);
     const ceilChild = perS(ceiling.childRows as number, ceiling.ms as number);
     /** Microseconds of CPU per run, from milliseconds in all. */
@@ -108,18 +112,18 @@ const bench: Bench = async (ctx) => {
     const b = 'warehouse-load';
     const ceilingNote = `DuckDB alone, same NDJSON, typed columns, into a file, with checkpoint; before/after the loads ${Math.round(perS(ceilingBefore.runs as number, ceilingBefore.ms as number))}/${Math.round(perS(ceilingAfter.runs as number, ceilingAfter.ms as number))} runs/s, the faster taken`;
     const rows: BenchRow[] = [
-      { bench: b, metric: `load ${load.runs} runs: runs/s`, value: loadRuns, unit: 'runs/s', goal: `>= ${Math.round(ceilRuns / 2)}`, note: `batches of ${BATCH}, 2 in flight; check + raw archive + stage + merge + checkpoint` },
-      { bench: b, metric: `load ${load.runs} runs: child rows/s`, value: loadChild, unit: 'rows/s', goal: `>= ${Math.round(ceilChild / 2)}`, note: `${load.childRows} child rows` },
+      { bench: b, metric: `load ${load.runs} runs: runs/s`, value: loadRuns, unit: 'runs/s', goal: `>= ${Math.round(ceilRuns / 2)}`, note: `batches of ${BATCH}, 2 in flight; check + raw archive + stage + merge + checkpoint; two loads ${Math.round(perS(load.runs as number, load.loadMs as number))}/${Math.round(perS(loadAgain.runs as number, loadAgain.loadMs as number))} runs/s, the faster taken` },
+      { bench: b, metric: `load ${load.runs} runs: child rows/s`, value: loadChild, unit: 'rows/s', goal: `>= ${Math.round(ceilChild / 2)}`, note: `${fast.childRows} child rows` },
       { bench: b, metric: 'ceiling: read_json + unnest runs/s', value: ceilRuns, unit: 'runs/s', note: ceilingNote },
       { bench: b, metric: 'ceiling: child rows/s', value: ceilChild, unit: 'rows/s' },
       { bench: b, metric: 'load / ceiling', value: loadRuns / ceilRuns, goal: '>= 0.50' },
-      { bench: b, metric: 'CPU per run: load / ceiling', value: `${Math.round(cpuPerRun(load.loadCpuMs as number, load.runs as number))} / ${Math.round(cpuPerRun(ceiling.cpuMs as number, ceiling.runs as number))}`, unit: 'µs', note: 'all threads; the load excludes parsing the input' },
+      { bench: b, metric: 'CPU per run: load / ceiling', value: `${Math.round(cpuPerRun(fast.loadCpuMs as number, fast.runs as number))} / ${Math.round(cpuPerRun(ceiling.cpuMs as number, ceiling.runs as number))}`, unit: 'µs', note: 'all threads; the load excludes parsing the input' },
       { bench: b, metric: `load ${unitLoad.runs} runs as the sync engine commits`, value: perS(unitLoad.runs as number, unitLoad.loadMs as number), unit: 'runs/s', note: `one warehouse unit per batch of ${BATCH} (open, load, checkpoint, close), so readers get in between; peak RSS ${Math.round(unitLoad.loadPeakRssMb as number)} MB` },
       { bench: b, metric: `load ${paged.runs} runs, one page (${PAGE}) per commit`, value: perS(paged.runs as number, paged.loadMs as number), unit: 'runs/s', note: '2 in flight' },
       { bench: b, metric: 'end to end incl. parsing: runs/s', value: perS(load.runs as number, load.wallMs as number), unit: 'runs/s', note: `JSON.parse of the input alone: ${Math.round(load.parseMs as number)} ms` },
       { bench: b, metric: `staging+merge, DuckDB reads raw archive (${stagingRuns})`, value: archiveRate, unit: 'runs/s', note: 'kept' },
       { bench: b, metric: `staging+merge, TS flatten + Appender (${stagingRuns})`, value: appenderRate, unit: 'runs/s', note: `archive-read is ${(archiveRate / appenderRate).toFixed(2)}x` },
-      { bench: b, metric: `peak RSS at N = ${load.runs}`, value: load.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `fresh process, plain node with the CLI's heap growth, DuckDB memory_limit ${DEFAULT_MEMORY_LIMIT}; ${Math.round(load.startRssMb as number)} MB at the process's start` },
+      { bench: b, metric: `peak RSS at N = ${load.runs}`, value: Math.max(load.loadPeakRssMb as number, loadAgain.loadPeakRssMb as number), unit: 'MB', goal: '< 400, flat', note: `fresh process, plain node with the CLI's heap growth, DuckDB memory_limit ${DEFAULT_MEMORY_LIMIT}; ${Math.round(load.startRssMb as number)} MB at the process's start` },
       { bench: b, metric: `peak RSS at 4N = ${load4.runs}`, value: load4.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `4N load ${Math.round(perS(load4.runs as number, load4.loadMs as number))} runs/s` },
       { bench: b, metric: `peak RSS at N, V8's own heap growth`, value: v8Default.loadPeakRssMb as number, unit: 'MB', note: `load ${Math.round(perS(v8Default.runs as number, v8Default.loadMs as number))} runs/s` },
       { bench: b, metric: `peak RSS at 4N, V8's own heap growth`, value: v8Default4.loadPeakRssMb as number, unit: 'MB', note: `load ${Math.round(perS(v8Default4.runs as number, v8Default4.loadMs as number))} runs/s` },

@@ -27,8 +27,8 @@ export interface ArchiveRecord {
   fetchedAt: Micros;
   /** When the catalog listing this belongs to was taken. */
   listedAt: Micros | null;
-  /** JSON text. */
-  payload: string;
+  /** JSON text, or its UTF-8 bytes. */
+  payload: string | Buffer;
 }
 
 // No column statistics: parquetjs-lite would keep every distinct payload in a set and copy the

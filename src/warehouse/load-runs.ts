@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { ArchiveWriter } from '../archive/archive-writer.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { checkRunDetail } from './flatten-run.ts';
@@ -47,6 +48,8 @@ export interface RunLoadResult {
 interface Prepared {
   archive: ArchiveWriter;
   valid: number;
+  /** MD5 of each archived payload, by its row in the archive file (null for a rejected one). */
+  hashes: (string | null)[];
   rejected: RejectedPayload[];
   rejectedPayloads: string[];
 }
@@ -95,7 +98,7 @@ function isOutOfMemory(e: unknown): boolean {
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
   // Named by when it is written, so the files sort in the order their merges commit.
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
-  const out: Prepared = { archive, valid: 0, rejected: [], rejectedPayloads: [] };
+  const out: Prepared = { archive, valid: 0, hashes: [], rejected: [], rejectedPayloads: [] };
   try {
     for (const detail of details) {
       let text: string;
@@ -109,11 +112,16 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
         out.rejected.push({ id, reason: e.message });
         out.rejectedPayloads.push(payload);
         // Kept in the archive too, so a later flattening that accepts it needs no re-fetch.
+        out.hashes.push(null);
         await archive.append({ kind: 'rejected', id, updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload });
         continue;
       }
       out.valid++;
-      await archive.append({ kind: 'payload', id: textOf(detail, 'id'), updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload: text });
+      // The archive needs the UTF-8 bytes anyway; hashing them here takes the hash off DuckDB's
+      // thread, which is the busier side of a load.
+      const bytes = Buffer.from(text, 'utf8');
+      out.hashes.push(createHash('md5').update(bytes).digest('hex'));
+      await archive.append({ kind: 'payload', id: textOf(detail, 'id'), updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload: bytes });
     }
     await archive.finish();
   } catch (e) {
@@ -137,7 +145,7 @@ async function merge(tx: SqlRunner, wh: Warehouse, p: Prepared, received: number
     archiveFile: null,
   };
   if (p.valid > 0) {
-    const counts = await stageAndMerge(tx, [p.archive.currentPath]);
+    const counts = await stageAndMerge(tx, [p.archive.currentPath], p.hashes);
     Object.assign(result, counts);
   }
   await insertRejected(tx, 'runs', p.rejected, p.rejectedPayloads, fetchedAt);
@@ -150,9 +158,12 @@ async function merge(tx: SqlRunner, wh: Warehouse, p: Prepared, received: number
 
 export type MergeCounts = Pick<RunLoadResult, 'inserted' | 'updated' | 'unchanged' | 'stale' | 'duplicates' | 'childRows' | 'createdDates'>;
 
-/** Stages the payload rows of archive files and merges them; used by loading and by rebuild. */
-export async function stageAndMerge(tx: SqlRunner, files: readonly string[]): Promise<MergeCounts> {
-  await tx.run(stageSql(files));
+/**
+ * Stages the payload rows of archive files and merges them; used by loading and by rebuild.
+ * `hashes`: the MD5 of each payload of a single file, by row, when the caller has them.
+ */
+export async function stageAndMerge(tx: SqlRunner, files: readonly string[], hashes?: readonly (string | null)[]): Promise<MergeCounts> {
+  await tx.run(stageSql(files, hashes));
   await tx.run(PICK_SQL);
   const [c] = await tx.all<Record<string, bigint | number | string | string[] | null>>(COUNT_SQL);
   const from = c?.replaced_from;

@@ -51,10 +51,15 @@ function access(base: string, path: readonly string[]): string {
 
 const CREATED_DATE = `(r.created_at AT TIME ZONE 'UTC')::DATE`;
 
-/** Reads the payload rows of archive files into _stage_run. */
-export function stageSql(files: readonly string[]): string {
+/**
+ * Reads the payload rows of archive files into _stage_run. `hashes` (the MD5 of each row's payload,
+ * by seq, for a single file) spares DuckDB hashing what the writer already hashed.
+ */
+export function stageSql(files: readonly string[], hashes?: readonly (string | null)[]): string {
+  if (hashes && files.length !== 1) throw new Error('payload hashes are given for one archive file at a time');
+  const hash = hashes ? `coalesce([${hashes.map((h) => (h === null ? 'NULL' : quoteLiteral(h))).join(', ')}][seq + 1], md5(payload))` : 'md5(payload)';
   return `CREATE OR REPLACE TEMP TABLE _stage_run AS
-SELECT filename, seq, fetched_at AT TIME ZONE 'UTC' AS fetched_at, md5(payload) AS payload_hash,
+SELECT filename, seq, fetched_at AT TIME ZONE 'UTC' AS fetched_at, ${hash} AS payload_hash,
        json_transform(payload, ${quoteLiteral(JSON.stringify(runStructure()))}) AS r
 FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'`;
 }
