@@ -88,7 +88,8 @@ export async function storedCount(dir: string): Promise<number> {
 }
 
 export async function stored(dir: string): Promise<Map<string, RunFacts>> {
-  const wh = await openWarehouse(dir, { readOnly: true });
+  // Workers may still be committing (their next pass): wait for the file as `runsync status` does.
+  const wh = await openWarehouse(dir, { readOnly: true, lockWaitMs: 30_000 });
   try {
     const rows = await wh.all<{ id: string; status: string | null; u: bigint; r: string | null; m: string | null; s: string | null; e: string | null }>(`
       SELECT r.id, r.status, epoch_us(r.updated_at) AS u, r.resolution_type AS r,
