@@ -111,8 +111,8 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
         const payload = safeJson(detail);
         out.rejected.push({ id, reason: e.message });
         out.rejectedPayloads.push(payload);
-        // Kept in the archive too, so a later flattening that accepts it needs no re-fetch.
         out.hashes.push(null);
+        // Kept in the archive too, so a later flattening that accepts it needs no re-fetch.
         await archive.append({ kind: 'rejected', id, updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload });
         continue;
       }

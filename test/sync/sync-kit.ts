@@ -87,9 +87,16 @@ export async function storedCount(dir: string): Promise<number> {
   return (await stored(dir)).size;
 }
 
+/**
+ * The warehouse opened to read, waiting for the file as `runsync status` does: tests read while
+ * workers may still hold it for a commit (their next pass).
+ */
+function openReader(dir: string): ReturnType<typeof openWarehouse> {
+  return openWarehouse(dir, { readOnly: true, lockWaitMs: 30_000 });
+}
+
 export async function stored(dir: string): Promise<Map<string, RunFacts>> {
-  // Workers may still be committing (their next pass): wait for the file as `runsync status` does.
-  const wh = await openWarehouse(dir, { readOnly: true, lockWaitMs: 30_000 });
+  const wh = await openReader(dir);
   try {
     const rows = await wh.all<{ id: string; status: string | null; u: bigint; r: string | null; m: string | null; s: string | null; e: string | null }>(`
       SELECT r.id, r.status, epoch_us(r.updated_at) AS u, r.resolution_type AS r,
@@ -130,7 +137,7 @@ export async function diffFacts(want: Map<string, RunFacts>, dir: string, o: { q
  * simulator's process, which shares this one, as idle as they can. Null when they agree.
  */
 async function quickDiffers(want: Map<string, RunFacts>, dir: string): Promise<string | null> {
-  const wh = await openWarehouse(dir, { readOnly: true });
+  const wh = await openReader(dir);
   let quick: { n: bigint; s: bigint | null } | undefined;
   try {
     [quick] = await wh.all<{ n: bigint; s: bigint | null }>(`SELECT count(*) AS n, sum(epoch_us(updated_at) % 1000000007)::BIGINT AS s FROM runs`);
@@ -153,7 +160,7 @@ const CATALOG: [kind: 'tool' | 'agent' | 'guideline' | 'guardrail' | 'runbook', 
 
 /** Catalog differences: ids and updated_at of every live table, and every vanished object marked deleted. */
 export async function diffCatalog(sim: { world: Simulator['world'] }, dir: string): Promise<string[]> {
-  const wh = await openWarehouse(dir, { readOnly: true });
+  const wh = await openReader(dir);
   const out: string[] = [];
   try {
     for (const [kind, table] of CATALOG) {
