@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
+import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ArchiveWriter } from '../archive/archive-writer.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { toJsonText } from './json-text.ts';
 import { insertRejected, type RejectedPayload } from './load-rejected.ts';
-import { RUN_CHILDREN } from './spec-runs.ts';
-import { COUNT_SQL, insertChildSql, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
+import { COUNT_SQL, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
 import { runBookkeeping } from './warehouse-sql.ts';
 import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
 
@@ -95,12 +95,19 @@ function isOutOfMemory(e: unknown): boolean {
   return e instanceof Error && (e.message.startsWith('Out of Memory Error') || /^TransactionContext Error: Failed to commit: failed to (pin|allocate)/.test(e.message));
 }
 
+/** Payloads checked and archived between two returns to the event loop (a few ms of work). */
+const YIELD_EVERY = 16;
+
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
   // Named by when it is written, so the files sort in the order their merges commit.
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
   const out: Prepared = { archive, valid: 0, hashes: [], rejected: [], rejectedPayloads: [] };
   try {
+    let i = 0;
     for (const detail of details) {
+      // Back to the event loop now and then: DuckDB, merging the previous batch, waits on this
+      // thread to hear that a statement finished and to be handed the next.
+      if (++i % YIELD_EVERY === 0) await yieldToEventLoop();
       let text: string;
       try {
         checkRunDetail(detail);
@@ -163,19 +170,13 @@ export type MergeCounts = Pick<RunLoadResult, 'inserted' | 'updated' | 'unchange
  * `hashes`: the MD5 of each payload of a single file, by row, when the caller has them.
  */
 export async function stageAndMerge(tx: SqlRunner, files: readonly string[], hashes?: readonly (string | null)[]): Promise<MergeCounts> {
-  await tx.run(stageSql(files, hashes));
-  await tx.run(PICK_SQL);
-  const [c] = await tx.all<Record<string, bigint | number | string | string[] | null>>(COUNT_SQL);
+  // Two calls, each a script DuckDB runs through on its own: between statements sent one at a
+  // time, DuckDB would wait for the JavaScript thread, which is busy preparing the next batch.
+  const [c] = await tx.all<Record<string, bigint | number | string | string[] | null>>([stageSql(files, hashes), PICK_SQL, COUNT_SQL].join(';\n'));
   const from = c?.replaced_from;
   const to = c?.replaced_to;
   const range = typeof from === 'string' && typeof to === 'string' ? { from, to } : null;
-  for (const sql of mergeSql(range)) await tx.run(sql);
-  let childRows = 0;
-  for (const child of RUN_CHILDREN) {
-    const [inserted] = await tx.all<{ Count: bigint }>(insertChildSql(child));
-    childRows += Number(inserted?.Count ?? 0);
-  }
-  for (const t of ['_stage_pick', '_stage_run']) await tx.run(`DROP TABLE IF EXISTS ${t}`);
+  await tx.run(mergeSql(range).join(';\n'));
   const n = (k: string) => Number(c?.[k] ?? 0);
   return {
     inserted: n('inserted'),
@@ -183,7 +184,7 @@ export async function stageAndMerge(tx: SqlRunner, files: readonly string[], has
     unchanged: n('unchanged'),
     stale: n('stale'),
     duplicates: n('staged') - n('picked'),
-    childRows,
+    childRows: n('child_rows'),
     createdDates: Array.isArray(c?.dates) ? c.dates : [],
   };
 }

@@ -49,19 +49,32 @@ function access(base: string, path: readonly string[]): string {
 
 
 
-const CREATED_DATE = `(r.created_at AT TIME ZONE 'UTC')::DATE`;
+const STRUCTURE = runStructure();
+for (const member of Object.keys(STRUCTURE)) {
+  if (member.startsWith('_')) throw new Error(`run member ${member} would collide with a staging column`);
+}
+
+/** The child rows a staged payload gives: one per item of each child array. */
+const CHILD_ROWS = RUN_CHILDREN.map((c) => `coalesce(len(r.${quoteIdent(c.member)}), 0)`).join(' + ');
 
 /**
- * Reads the payload rows of archive files into _stage_run. `hashes` (the MD5 of each row's payload,
- * by seq, for a single file) spares DuckDB hashing what the writer already hashed.
+ * Reads the payload rows of archive files into _stage_run, a column per top-level member of the
+ * payload (unnested from the parsed struct) beside the archive's own columns, which are named with
+ * a leading underscore where no member's name starts. Later statements read only the columns they
+ * need: a struct column would be read whole, every step of every run, to reach one field.
+ * `hashes` (the MD5 of each row's payload, by seq, for a single file) spares DuckDB hashing what
+ * the writer already hashed.
  */
 export function stageSql(files: readonly string[], hashes?: readonly (string | null)[]): string {
   if (hashes && files.length !== 1) throw new Error('payload hashes are given for one archive file at a time');
   const hash = hashes ? `coalesce([${hashes.map((h) => (h === null ? 'NULL' : quoteLiteral(h))).join(', ')}][seq + 1], md5(payload))` : 'md5(payload)';
   return `CREATE OR REPLACE TEMP TABLE _stage_run AS
-SELECT filename, seq, fetched_at AT TIME ZONE 'UTC' AS fetched_at, ${hash} AS payload_hash,
-       json_transform(payload, ${quoteLiteral(JSON.stringify(runStructure()))}) AS r
-FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'`;
+SELECT _file, _seq, _fetched_at, _hash, (r.created_at AT TIME ZONE 'UTC')::DATE AS _created_date, ${CHILD_ROWS} AS _child_rows, unnest(r)
+FROM (
+  SELECT filename AS _file, seq AS _seq, fetched_at AT TIME ZONE 'UTC' AS _fetched_at, ${hash} AS _hash,
+         json_transform(payload, ${quoteLiteral(JSON.stringify(STRUCTURE))}) AS r
+  FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'
+)`;
 }
 
 /**
@@ -72,10 +85,10 @@ FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHER
  */
 export const PICK_SQL = `CREATE OR REPLACE TEMP TABLE _stage_pick AS
 WITH k AS (
-  SELECT filename, seq, r.id AS id, r.updated_at AS updated_at, fetched_at, payload_hash,
-         ${CREATED_DATE} AS created_date
+  SELECT _file AS filename, _seq AS seq, id, updated_at, _fetched_at AS fetched_at, _hash AS payload_hash,
+         _created_date AS created_date, _child_rows AS child_rows
   FROM _stage_run
-  QUALIFY row_number() OVER (PARTITION BY r.id ORDER BY r.updated_at DESC, fetched_at DESC, filename DESC, seq DESC) = 1
+  QUALIFY row_number() OVER (PARTITION BY id ORDER BY updated_at DESC, _fetched_at DESC, _file DESC, _seq DESC) = 1
 )
 SELECT k.*, cur.created_date AS old_created_date,
   CASE
@@ -90,7 +103,7 @@ FROM k LEFT JOIN runs cur ON cur.id = k.id`;
 const APPLIED = `verdict IN ('new', 'newer', 'changed')`;
 
 /** The staged payloads to merge: the picked ones that win. */
-const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a ON s.filename = a.filename AND s.seq = a.seq`;
+const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a ON s._file = a.filename AND s._seq = a.seq`;
 
 export const DIRTY_SQL = `INSERT INTO _sync_export_dirty
 SELECT DISTINCT 'runs', d FROM (
@@ -118,7 +131,7 @@ export function deleteSql(range: ReplacedRange | null): string[] {
 
 export function insertRunsSql(): string {
   const cols = [...RUN_COLUMNS.map((c) => c.name), 'created_date', 'fetched_at', 'payload_hash'];
-  const exprs = [...RUN_COLUMNS.map((c) => access('s.r', c.path)), `(s.r.created_at AT TIME ZONE 'UTC')::DATE`, 's.fetched_at', 's.payload_hash'];
+  const exprs = [...RUN_COLUMNS.map((c) => access('s', c.path)), 's._created_date', 's._fetched_at', 's._hash'];
   return `INSERT INTO runs (${cols.map(quoteIdent).join(', ')})
 SELECT ${exprs.join(', ')} FROM ${APPLY_FROM}`;
 }
@@ -128,14 +141,14 @@ export function insertChildSql(child: ChildTableSpec): string {
   const exprs = ['run_id', ...child.columns.map((c) => access('c', c.path)), 'created_date'];
   return `INSERT INTO ${child.table} (${cols.map(quoteIdent).join(', ')})
 SELECT ${exprs.join(', ')} FROM (
-  SELECT s.r.id AS run_id, (s.r.created_at AT TIME ZONE 'UTC')::DATE AS created_date, unnest(s.r.${quoteIdent(child.member)}) AS c
+  SELECT s.id AS run_id, s._created_date AS created_date, unnest(s.${quoteIdent(child.member)}) AS c
   FROM ${APPLY_FROM}
 )`;
 }
 
-/** Everything but the child inserts, whose counts the loader reads. */
+/** Everything the merge writes once the batch is judged, staging dropped at the end. */
 export function mergeSql(range: ReplacedRange | null): string[] {
-  return [DIRTY_SQL, ...deleteSql(range), insertRunsSql()];
+  return [DIRTY_SQL, ...deleteSql(range), insertRunsSql(), ...RUN_CHILDREN.map(insertChildSql), 'DROP TABLE _stage_pick', 'DROP TABLE _stage_run'];
 }
 
 /** Counts of the judged batch, and the stored created_date range of the runs it replaces. */
@@ -148,6 +161,7 @@ export const COUNT_SQL = `SELECT
   count(*) FILTER (WHERE verdict = 'stale') AS stale,
   CAST(min(old_created_date) FILTER (WHERE verdict IN ('newer', 'changed')) AS VARCHAR) AS replaced_from,
   CAST(max(old_created_date) FILTER (WHERE verdict IN ('newer', 'changed')) AS VARCHAR) AS replaced_to,
-  list(DISTINCT CAST(created_date AS VARCHAR) ORDER BY CAST(created_date AS VARCHAR)) FILTER (WHERE ${APPLIED}) AS dates
+  list(DISTINCT CAST(created_date AS VARCHAR) ORDER BY CAST(created_date AS VARCHAR)) FILTER (WHERE ${APPLIED}) AS dates,
+  coalesce(sum(child_rows) FILTER (WHERE ${APPLIED}), 0) AS child_rows
 FROM _stage_pick`;
 

@@ -17,12 +17,17 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // What DuckDB may hold: table data not yet checkpointed, staging, caches. Loading stays within
 // it (DuckDB spills beyond; a batch that still does not fit is merged again with more, see
 // load-runs.ts); the export raises it for its run (EXPORT_MEMORY_LIMIT), since a day's rows are
-// sorted and buffered per thread as whole row groups. Measured on loads of 20,000 and 80,000 run
-// details (warehouse-load-child.js, as `npm run bench` runs it): at 96MB with a checkpoint every
-// 64MB of log, peak RSS was 40-50 MB lower than at 128MB/128MB, for 10-20% more load time.
-export const DEFAULT_MEMORY_LIMIT = '96MB';
-/** Write-ahead log size at which a commit checkpoints: half DuckDB's table data held in memory. */
-export const CHECKPOINT_THRESHOLD = '64MB';
+// sorted and buffered per thread as whole row groups. The process's memory is shared with V8's
+// heap, whose growth (src/util/heap-growth.ts) is the other half of the same budget. Measured on
+// loads of 20,000 and 80,000 run details (warehouse-load-child.js, as `npm run bench` runs it, side
+// by side): 64MB with a checkpoint every 128MB of log and the heap growing by half loaded 20,000 in
+// 12.5-12.9 s at a peak RSS of 361-362 MB (80,000: 371 MB), where 96MB, 64MB of log and a quarter
+// took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly filled row group of every
+// table it touches, so checkpointing less often saves the most; every 16MB of log (DuckDB's
+// default) the DuckDB side of a load took half as long again as at 64MB.
+export const DEFAULT_MEMORY_LIMIT = '64MB';
+/** Write-ahead log size at which a commit checkpoints. */
+export const CHECKPOINT_THRESHOLD = '128MB';
 
 /**
  * DuckDB's threads unless told otherwise: one core fewer than the machine has. Loading keeps the

@@ -11,7 +11,7 @@ export interface WarehouseOptions {
   logger?: Logger;
   /** Mask secrets of custom tools before anything is written (default true). */
   maskSecrets?: boolean;
-  /** DuckDB's memory_limit, e.g. '512MB' (default 128MB; DuckDB spills to disk beyond it). */
+  /** DuckDB's memory_limit, e.g. '512MB' (default DEFAULT_MEMORY_LIMIT, 64MB; DuckDB spills to disk beyond it). */
   memoryLimit?: string;
   /** DuckDB worker threads (default: one fewer than the cores, at least one; see defaultThreads). */
   threads?: number;
