@@ -136,7 +136,7 @@ export function insertRunsSql(): string {
 SELECT ${exprs.join(', ')} FROM ${APPLY_FROM}`;
 }
 
-export function insertChildSql(child: ChildTableSpec): string {
+function insertChildSql(child: ChildTableSpec): string {
   const cols = ['run_id', ...child.columns.map((c) => c.name), 'created_date'];
   const exprs = ['run_id', ...child.columns.map((c) => access('c', c.path)), 'created_date'];
   return `INSERT INTO ${child.table} (${cols.map(quoteIdent).join(', ')})
