@@ -47,8 +47,6 @@ function access(base: string, path: readonly string[]): string {
   return [base, ...path.map(quoteIdent)].join('.');
 }
 
-
-
 const STRUCTURE = runStructure();
 for (const member of Object.keys(STRUCTURE)) {
   if (member.startsWith('_')) throw new Error(`run member ${member} would collide with a staging column`);

@@ -21,8 +21,8 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // heap, whose growth (src/util/heap-growth.ts) is the other half of the same budget. Measured on
 // loads of 20,000 and 80,000 run details (warehouse-load-child.js, as `npm run bench` runs it, side
 // by side): 64MB with a checkpoint every 128MB of log and the heap growing by half loaded 20,000 in
-// 12.5-12.9 s at a peak RSS of 361-362 MB (80,000: 371 MB, 389 MB in the bench), where 96MB, 64MB of log and a quarter
-// took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly filled row group of every
+// 12.5-12.9 s at a peak RSS of 361-362 MB (80,000: 371 MB, 389 MB in the bench), where 96MB,
+// 64MB of log and a quarter took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly filled row group of every
 // table it touches, so checkpointing less often saves the most; every 16MB of log (DuckDB's
 // default) the DuckDB side of a load took half as long again as at 64MB.
 export const DEFAULT_MEMORY_LIMIT = '64MB';
