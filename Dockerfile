@@ -15,4 +15,8 @@ COPY --from=build /app /app
 # A named volume mounted here takes this directory's owner, so the worker can write it.
 RUN mkdir -p /warehouse && chown node:node /warehouse
 USER node
+# node runs runsync itself (no npm or shell in between), so SIGTERM from `docker stop` reaches
+# it. Run the container with an init (compose: `init: true`, docker run: `--init`) so that a
+# second signal, which runsync leaves to the system's default action, ends it at once too.
 ENTRYPOINT ["node", "bin/runsync.js"]
+STOPSIGNAL SIGTERM

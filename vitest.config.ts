@@ -16,9 +16,13 @@ export default defineConfig({
     testTimeout: 180_000,
     hookTimeout: 120_000,
     pool: 'forks',
+    globalSetup: ['test/support/global-setup.ts'],
     maxWorkers: 3,
     projects: [
-      { extends: true, test: { name: 'main', include: ['test/**/*.test.ts'], exclude: PACED, sequence: { groupOrder: 0 } } },
+      {
+        extends: true,
+        test: { name: 'main', include: ['test/**/*.test.ts'], exclude: PACED, sequence: { groupOrder: 0 } },
+      },
       { extends: true, test: { name: 'paced', include: PACED, fileParallelism: false, sequence: { groupOrder: 1 } } },
     ],
   },

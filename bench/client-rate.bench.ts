@@ -1,6 +1,6 @@
 import { ApiClient } from '../src/api/index.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
-import { startSimulator, type Simulator } from '../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 
 // Fetches run details from a simulator that allows R requests per second per key, at two network

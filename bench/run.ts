@@ -10,7 +10,9 @@ const wanted = process.argv.slice(2);
 const files = (await readdir(dir)).filter((f) => f.endsWith('.bench.ts')).sort();
 const chosen = wanted.length ? files.filter((f) => wanted.some((w) => f.startsWith(w))) : files;
 if (chosen.length === 0) {
-  console.error(`no benchmark matches ${wanted.join(' ')}; have: ${files.map((f) => f.replace('.bench.ts', '')).join(', ')}`);
+  console.error(
+    `no benchmark matches ${wanted.join(' ')}; have: ${files.map((f) => f.replace('.bench.ts', '')).join(', ')}`,
+  );
   process.exit(2);
 }
 const scale = Number(process.env.BENCH_SCALE ?? '1');
@@ -24,11 +26,16 @@ for (const f of chosen) {
 }
 
 const fmt = (v: number | string) =>
-  typeof v === 'number' ? (Number.isInteger(v) ? String(v) : v.toFixed(Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2)) : v;
+  typeof v === 'number'
+    ? Number.isInteger(v)
+      ? String(v)
+      : v.toFixed(Math.abs(v) >= 100 ? 0 : Math.abs(v) >= 10 ? 1 : 2)
+    : v;
 const table = rows.map((r) => [r.bench, r.metric, fmt(r.value), r.unit ?? '', r.goal ?? '', r.note ?? '']);
 const head = ['bench', 'metric', 'value', 'unit', 'goal', 'note'];
 const widths = head.map((h, i) => Math.max(h.length, ...table.map((row) => String(row[i]).length)));
-const line = (cells: string[]) => `| ${cells.map((c, i) => (i === 2 ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number))).join(' | ')} |`;
+const line = (cells: string[]) =>
+  `| ${cells.map((c, i) => (i === 2 ? c.padStart(widths[i] as number) : c.padEnd(widths[i] as number))).join(' | ')} |`;
 console.log(line(head));
 console.log(`|${widths.map((w, i) => (i === 2 ? `${'-'.repeat(w + 1)}:` : '-'.repeat(w + 2))).join('|')}|`);
 for (const row of table) console.log(line(row));

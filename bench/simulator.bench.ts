@@ -14,7 +14,13 @@ interface Measured {
 }
 
 async function measure(size: number): Promise<Measured> {
-  const sim = await startSimulator({ seed: 1, size, days: 365, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: null } });
+  const sim = await startSimulator({
+    seed: 1,
+    size,
+    days: 365,
+    now: '2026-03-01T00:00:00Z',
+    rateLimit: { perKey: null },
+  });
   const headers = { authorization: `Bearer ${sim.key}` };
   try {
     let cursor: string | null = null;
@@ -22,7 +28,10 @@ async function measure(size: number): Promise<Measured> {
     const t0 = performance.now();
     while (ids.length < Math.min(20_000, size)) {
       const url = `${sim.url}/api/v1/runs?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`;
-      const page = (await (await fetch(url, { headers })).json()) as { data: { id: string }[]; pagination: { next_cursor: string | null } };
+      const page = (await (await fetch(url, { headers })).json()) as {
+        data: { id: string }[];
+        pagination: { next_cursor: string | null };
+      };
       ids.push(...page.data.map((r) => r.id));
       cursor = page.pagination.next_cursor;
       if (!cursor) break;
@@ -55,10 +64,21 @@ const bench: Bench = async ({ log }) => {
     const m = await measure(size);
     log(`${size} runs: heap ${m.heapMb.toFixed(0)} MB`);
     rows.push(
-      { bench: 'simulator', metric: `heap after serving, ${size} runs`, value: m.heapMb, unit: 'MB', goal: 'flat in size' },
+      {
+        bench: 'simulator',
+        metric: `heap after serving, ${size} runs`,
+        value: m.heapMb,
+        unit: 'MB',
+        goal: 'flat in size',
+      },
       { bench: 'simulator', metric: `summaries served/s, ${size} runs`, value: m.summariesPerS, unit: '/s' },
       { bench: 'simulator', metric: `details served/s, ${size} runs`, value: m.detailsPerS, unit: '/s' },
-      { bench: 'simulator', metric: `tool-options, first request, ${size} runs`, value: m.toolOptionsFirstMs, unit: 'ms' },
+      {
+        bench: 'simulator',
+        metric: `tool-options, first request, ${size} runs`,
+        value: m.toolOptionsFirstMs,
+        unit: 'ms',
+      },
       { bench: 'simulator', metric: `tool-options, 1h later, ${size} runs`, value: m.toolOptionsNextMs, unit: 'ms' },
     );
   }

@@ -3,10 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadConfig } from '../src/config/index.ts';
-import { startSimulator, type Simulator } from '../src/simulator/index.ts';
-import { createEngine, runPass, type Engine } from '../src/sync/index.ts';
+import { type Simulator, startSimulator } from '../src/simulator/index.ts';
+import { createEngine, type Engine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
-import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND, parseTimestamp, type Micros } from '../src/util/timestamp.ts';
+import {
+  formatTimestamp,
+  MICROS_PER_DAY,
+  MICROS_PER_SECOND,
+  type Micros,
+  parseTimestamp,
+} from '../src/util/timestamp.ts';
 import { openWarehouse } from '../src/warehouse/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
@@ -30,7 +36,11 @@ function engine(sim: Simulator, dir: string): Engine {
     RUNSYNC_WAREHOUSE_DIR: dir,
     RUNSYNC_START_DATE: formatTimestamp((parseTimestamp(NOW) as Micros) - sim.world.options.days * MICROS_PER_DAY),
   });
-  return createEngine(config, { logger: silentLogger(), signal: new AbortController().signal, now: () => sim.clock.now() });
+  return createEngine(config, {
+    logger: silentLogger(),
+    signal: new AbortController().signal,
+    now: () => sim.clock.now(),
+  });
 }
 
 async function storedRuns(dir: string): Promise<Map<string, Micros>> {
@@ -46,13 +56,23 @@ async function storedRuns(dir: string): Promise<Map<string, Micros>> {
 const pages = (n: number, per: number) => Math.max(1, Math.ceil(n / per));
 
 async function steadyState(size: number, log: (l: string) => void): Promise<BenchRow[]> {
-  const sim = await startSimulator({ port: 0, seed: 61, size, days: 30, now: NOW, rateLimit: { perKey: null }, runs: { postSettleFraction: 0 } });
+  const sim = await startSimulator({
+    port: 0,
+    seed: 61,
+    size,
+    days: 30,
+    now: NOW,
+    rateLimit: { perKey: null },
+    runs: { postSettleFraction: 0 },
+  });
   const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-sync-'));
   const e = engine(sim, dir);
   const rows: BenchRow[] = [];
   try {
     const first = await runPass(e.deps);
-    log(`first pass: ${first.runs.fetched} runs, ${first.requests.requests} requests in ${(first.durationMs / 1000).toFixed(1)} s`);
+    log(
+      `first pass: ${first.runs.fetched} runs, ${first.requests.requests} requests in ${(first.durationMs / 1000).toFixed(1)} s`,
+    );
     for (const step of ['5m', '1h']) {
       const before = await storedRuns(dir);
       sim.advance(step);
@@ -63,7 +83,8 @@ async function steadyState(size: number, log: (l: string) => void): Promise<Benc
       const truth = new Map<string, { created: Micros; updated: Micros }>();
       for (const d of sim.world.truthRunDetails()) {
         const created = parseTimestamp(d.created_at as string) as Micros;
-        if (created < to) truth.set(d.id as string, { created, updated: parseTimestamp(d.updated_at as string) as Micros });
+        if (created < to)
+          truth.set(d.id as string, { created, updated: parseTimestamp(d.updated_at as string) as Micros });
       }
       for (const [id, t] of truth) {
         const stored = before.get(id);
@@ -74,7 +95,10 @@ async function steadyState(size: number, log: (l: string) => void): Promise<Benc
       const r = await runPass(e.deps);
       const window = r.window as { from: Micros; to: Micros };
       for (const t of truth.values()) if (t.created >= window.from && t.created < window.to) inWindow++;
-      const catalog = Object.entries(r.catalog?.tables ?? {}).reduce((a, [t, x]) => a + (t === 'run_tool_options' ? 1 : pages(x.received, 200)), 0);
+      const catalog = Object.entries(r.catalog?.tables ?? {}).reduce(
+        (a, [t, x]) => a + (t === 'run_tool_options' ? 1 : pages(x.received, 200)),
+        0,
+      );
       const made = sim.counters.count();
       const list = sim.counters.count('runs.list');
       // The minimum for what changed: the list pages the pass read, one detail per new or changed
@@ -85,7 +109,9 @@ async function steadyState(size: number, log: (l: string) => void): Promise<Benc
       const after = await storedRuns(dir);
       let missed = 0;
       for (const [id, t] of truth) if (after.get(id) !== t.updated) missed++;
-      log(`after ${step}: k=${k} new, c=${c} changed, ${inWindow} in the window, ${r.openRunsChecked} open re-checked; ${made} requests (${list} list, ${sim.counters.count('runs.get')} detail) vs minimum ${minimum}; ${missed} runs not exact`);
+      log(
+        `after ${step}: k=${k} new, c=${c} changed, ${inWindow} in the window, ${r.openRunsChecked} open re-checked; ${made} requests (${list} list, ${sim.counters.count('runs.get')} detail) vs minimum ${minimum}; ${missed} runs not exact`,
+      );
       rows.push({
         bench: 'sync steady state',
         metric: `requests / minimum, after ${step}`,
@@ -109,7 +135,14 @@ async function steadyState(size: number, log: (l: string) => void): Promise<Benc
 }
 
 async function firstSync(size: number, log: (l: string) => void): Promise<BenchRow[]> {
-  const sim = await startSimulator({ port: 0, seed: 62, size, days: 30, now: NOW, rateLimit: { perKey: { limit: R, windowSeconds: 1 } } });
+  const sim = await startSimulator({
+    port: 0,
+    seed: 62,
+    size,
+    days: 30,
+    now: NOW,
+    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
+  });
   const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-sync-'));
   const e = engine(sim, dir);
   try {
@@ -120,7 +153,10 @@ async function firstSync(size: number, log: (l: string) => void): Promise<BenchR
     const t0 = performance.now();
     const r = await runPass(e.deps, { export: false });
     lag.disable();
-    if (process.env.SYNC_BENCH_TRACE) log(`event loop delay: p50 ${(lag.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms, max ${(lag.max / 1e6).toFixed(0)} ms`);
+    if (process.env.SYNC_BENCH_TRACE)
+      log(
+        `event loop delay: p50 ${(lag.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms, max ${(lag.max / 1e6).toFixed(0)} ms`,
+      );
     const seconds = (performance.now() - t0) / 1000;
     const requests = sim.counters.count();
     const limited = sim.counters.count(undefined, 429);
@@ -128,13 +164,29 @@ async function firstSync(size: number, log: (l: string) => void): Promise<BenchR
       const t = sim.counters.log();
       const start = t[0]?.t ?? 0;
       const perSecond: number[] = [];
-      for (const x of t) perSecond[Math.floor((x.t - start) / 1000)] = (perSecond[Math.floor((x.t - start) / 1000)] ?? 0) + 1;
-      log(`requests per second: ${[...perSecond].map((v) => v ?? 0).join(' ')}; first request ${((start - t0 - performance.timeOrigin) / 1000).toFixed(2)} s after start`);
+      for (const x of t)
+        perSecond[Math.floor((x.t - start) / 1000)] = (perSecond[Math.floor((x.t - start) / 1000)] ?? 0) + 1;
+      log(
+        `requests per second: ${[...perSecond].map((v) => v ?? 0).join(' ')}; first request ${((start - t0 - performance.timeOrigin) / 1000).toFixed(2)} s after start`,
+      );
     }
-    log(`first sync of ${r.runs.fetched} runs: ${requests} requests (${limited} × 429) in ${seconds.toFixed(1)} s at R=${R}/s`);
+    log(
+      `first sync of ${r.runs.fetched} runs: ${requests} requests (${limited} × 429) in ${seconds.toFixed(1)} s at R=${R}/s`,
+    );
     return [
-      { bench: 'sync first full', metric: 'wall time / (requests / R)', value: seconds / (requests / R), goal: '<= 1.10', note: `${requests} requests in ${seconds.toFixed(1)} s, R=${R}/s, ${r.runs.fetched} runs` },
-      { bench: 'sync first full', metric: '429 share', value: `${((100 * limited) / requests).toFixed(2)}%`, goal: '<= 1%' },
+      {
+        bench: 'sync first full',
+        metric: 'wall time / (requests / R)',
+        value: seconds / (requests / R),
+        goal: '<= 1.10',
+        note: `${requests} requests in ${seconds.toFixed(1)} s, R=${R}/s, ${r.runs.fetched} runs`,
+      },
+      {
+        bench: 'sync first full',
+        metric: '429 share',
+        value: `${((100 * limited) / requests).toFixed(2)}%`,
+        goal: '<= 1%',
+      },
     ];
   } finally {
     await e.close();

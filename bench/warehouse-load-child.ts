@@ -15,14 +15,14 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { listArchiveFiles } from '../src/archive/archive-paths.ts';
 import { ArchiveWriter } from '../src/archive/archive-writer.ts';
 import { exportParquet } from '../src/export/export-parquet.ts';
-import { appendRows, createStageLike } from '../src/warehouse/append-rows.ts';
-import { flattenRunDetail } from '../src/warehouse/flatten-run.ts';
-import type { Row } from '../src/warehouse/flatten-values.ts';
+import { RUNS } from '../src/resources/registry.ts';
 import { WarehouseGate } from '../src/sync/warehouse-gate.ts';
 import { limitHeapGrowth } from '../src/util/heap-growth.ts';
 import { silentLogger } from '../src/util/logger.ts';
+import { appendRows, createStageLike } from '../src/warehouse/append-rows.ts';
+import { flattenRunDetail } from '../src/warehouse/flatten-run.ts';
+import type { Row } from '../src/warehouse/flatten-values.ts';
 import { loadRunDetails, stageAndMerge } from '../src/warehouse/load-runs.ts';
-import { RUN_CHILDREN } from '../src/warehouse/spec-runs.ts';
 import { openWarehouse } from '../src/warehouse/warehouse-open.ts';
 import { sqlRunner } from '../src/warehouse/warehouse-sql.ts';
 import type { SqlRunner } from '../src/warehouse/warehouse-types.ts';
@@ -47,7 +47,12 @@ async function* lines(file: string): AsyncGenerator<string> {
  * Reading and parsing stand for the API client's work, so they are kept cheap: readline's
  * splitting and decoding of such long lines costs more than JSON.parse.
  */
-async function* batches(file: string, n: number, size: number, withTexts = false): AsyncGenerator<{ objects: unknown[]; texts: string[] }> {
+async function* batches(
+  file: string,
+  n: number,
+  size: number,
+  withTexts = false,
+): AsyncGenerator<{ objects: unknown[]; texts: string[] }> {
   let objects: unknown[] = [];
   let texts: string[] = [];
   let seen = 0;
@@ -73,11 +78,21 @@ const cpuMs = () => {
 };
 
 async function childRows(db: SqlRunner): Promise<number> {
-  const [r] = await db.all<{ n: bigint }>(`SELECT (SELECT count(*) FROM run_messages) + (SELECT count(*) FROM run_steps) + (SELECT count(*) FROM run_evaluations) AS n`);
+  const [r] = await db.all<{ n: bigint }>(
+    `SELECT (SELECT count(*) FROM run_messages) + (SELECT count(*) FROM run_steps)
+            + (SELECT count(*) FROM run_evaluations) AS n`,
+  );
   return Number(r?.n ?? 0);
 }
 
-async function load(file: string, n: number, dir: string, batch: number, withExport: boolean, memoryLimit?: string): Promise<object> {
+async function load(
+  file: string,
+  n: number,
+  dir: string,
+  batch: number,
+  withExport: boolean,
+  memoryLimit?: string,
+): Promise<object> {
   // Reading and parsing the input stands for the API client's work: timed alone first, and taken
   // out of the loading time below.
   const startRssMb = process.memoryUsage().rss / 1024 / 1024;
@@ -135,7 +150,9 @@ async function units(file: string, n: number, dir: string, batch: number): Promi
   }
   const loadMs = performance.now() - t0 - parseMs;
   const loadRss = peakRssMb();
-  process.stderr.write(`loaded ${runs} runs in ${Math.round(loadMs)} ms, one unit per batch, peak RSS ${Math.round(loadRss)} MB\n`);
+  process.stderr.write(
+    `loaded ${runs} runs in ${Math.round(loadMs)} ms, one unit per batch, peak RSS ${Math.round(loadRss)} MB\n`,
+  );
   return { runs, loadMs, parseMs, loadPeakRssMb: loadRss };
 }
 
@@ -146,11 +163,18 @@ async function staging(file: string, n: number, dir: string, batch: number): Pro
   for await (const b of batches(file, n, batch, true)) {
     const w = await ArchiveWriter.open(a.dir, 'runs', a.now());
     for (let i = 0; i < b.texts.length; i++) {
-      await w.append({ kind: 'payload', id: null, updatedAt: null, fetchedAt: a.now(), listedAt: null, payload: b.texts[i] as string });
+      await w.append({
+        kind: 'payload',
+        id: null,
+        updatedAt: null,
+        fetchedAt: a.now(),
+        listedAt: null,
+        payload: b.texts[i] as string,
+      });
     }
     const path = await w.finish();
     const t0 = performance.now();
-    await a.transaction((tx) => stageAndMerge(tx, [path]));
+    await a.transaction((tx) => stageAndMerge(tx, [path], undefined, RUNS));
     archiveMs += performance.now() - t0;
     await w.abort();
   }
@@ -160,7 +184,7 @@ async function staging(file: string, n: number, dir: string, batch: number): Pro
   // Appender: flattenRunDetail in TypeScript, rows appended into staging tables, the same merge.
   const p = await openWarehouse(join(dir, 'appender'));
   let appenderMs = 0;
-  const tables = ['runs', ...RUN_CHILDREN.map((c) => c.table)];
+  const tables = ['runs', ...RUNS.children.map((c) => c.table)];
   for await (const b of batches(file, n, batch)) {
     const t0 = performance.now();
     await p.transaction(async (tx) => {
@@ -168,13 +192,13 @@ async function staging(file: string, n: number, dir: string, batch: number): Pro
       for (const d of b.objects) {
         const f = flattenRunDetail(d);
         rows.runs?.push({ ...f.run, fetched_at: 0, payload_hash: '' });
-        for (const c of RUN_CHILDREN) rows[c.table]?.push(...f[c.table]);
+        for (const c of RUNS.children) rows[c.table]?.push(...(f.children[c.table] ?? []));
       }
       for (const t of tables) {
         await createStageLike(tx, `_a_${t}`, t);
         await appendRows(tx, `_a_${t}`, rows[t] ?? []);
       }
-      for (const c of RUN_CHILDREN) await tx.run(`DELETE FROM ${c.table} WHERE run_id IN (SELECT id FROM _a_runs)`);
+      for (const c of RUNS.children) await tx.run(`DELETE FROM ${c.table} WHERE run_id IN (SELECT id FROM _a_runs)`);
       await tx.run(`DELETE FROM runs WHERE id IN (SELECT id FROM _a_runs)`);
       for (const t of tables) await tx.run(`INSERT INTO ${t} SELECT * FROM _a_${t}`);
     });
@@ -194,7 +218,7 @@ async function replay(source: string, dir: string): Promise<object> {
   for (const f of files) {
     // As the loader merges a batch, but DuckDB hashes the payloads itself (the loader hands it
     // the hashes it computed while archiving).
-    const r = await wh.transaction((tx) => stageAndMerge(tx, [f]));
+    const r = await wh.transaction((tx) => stageAndMerge(tx, [f], undefined, RUNS));
     runs += r.inserted + r.updated;
   }
   await wh.run('CHECKPOINT');
@@ -205,39 +229,120 @@ async function replay(source: string, dir: string): Promise<object> {
   return { ms, cpuMs: cpu, runs, childRows: rows, files: files.length, peakRssMb: peakRssMb() };
 }
 
+const struct = (...fields: string[]) => `STRUCT(${fields.join(', ')})`;
+/** The typed columns read_json gives the ceiling, as a DuckDB struct literal. */
+const CEILING_COLUMNS = `{${Object.entries({
+  id: 'VARCHAR',
+  created_at: 'TIMESTAMPTZ',
+  updated_at: 'TIMESTAMPTZ',
+  status: 'VARCHAR',
+  '"source"': 'VARCHAR',
+  duration_seconds: 'DOUBLE',
+  ticket: struct('id VARCHAR', 'title VARCHAR', 'url VARCHAR'),
+  agent: struct('id VARCHAR', 'name VARCHAR', 'description VARCHAR'),
+  category: struct('id VARCHAR', 'name VARCHAR'),
+  resolution: struct('"type" VARCHAR', 'summary VARCHAR'),
+  '"trigger"': struct(
+    'event_type VARCHAR',
+    '"source" VARCHAR',
+    '"timestamp" VARCHAR',
+    'ticket_status VARCHAR',
+    'ticket_priority VARCHAR',
+    'ticket_tags VARCHAR[]',
+    'trigger_message_type VARCHAR',
+    'internal_notes_only BOOLEAN',
+    'is_messaging_ticket BOOLEAN',
+    'customer_name VARCHAR',
+    'message_text VARCHAR',
+    'latest_comment VARCHAR',
+  ),
+  approval: struct(
+    'waiting_for_approval BOOLEAN',
+    `pending ${struct(
+      'step_id VARCHAR',
+      'tool_id VARCHAR',
+      'tool_name VARCHAR',
+      'tool_type VARCHAR',
+      'params JSON',
+      'redacted BOOLEAN',
+      'truncated BOOLEAN',
+    )}`,
+  ),
+  scheduled_resume_at: 'TIMESTAMPTZ',
+  conversation: `${struct(
+    'id VARCHAR',
+    '"order" BIGINT',
+    'role VARCHAR',
+    'user_name VARCHAR',
+    'message VARCHAR',
+    'source_timestamp VARCHAR',
+    'recorded_at TIMESTAMPTZ',
+  )}[]`,
+  steps: `${struct(
+    'id VARCHAR',
+    '"order" BIGINT',
+    '"timestamp" TIMESTAMPTZ',
+    '"type" VARCHAR',
+    'title VARCHAR',
+    'content VARCHAR',
+    'status VARCHAR',
+    'duration_seconds DOUBLE',
+    `tool ${struct(
+      'name VARCHAR',
+      '"type" VARCHAR',
+      'input JSON',
+      'output JSON',
+      'redacted BOOLEAN',
+      'truncated BOOLEAN',
+      'error VARCHAR',
+    )}`,
+  )}[]`,
+  evaluation_attributes: `${struct(
+    'id VARCHAR',
+    'attribute_id VARCHAR',
+    'name VARCHAR',
+    'description VARCHAR',
+    'value VARCHAR',
+    'recorded_at TIMESTAMPTZ',
+  )}[]`,
+})
+  .map(([name, type]) => `${name}:'${type}'`)
+  .join(', ')}}`;
+
 async function ceiling(file: string, dir: string): Promise<object> {
   mkdirSync(dir, { recursive: true });
   const inst = await DuckDBInstance.create(join(dir, 'ceiling.duckdb'));
   const db = sqlRunner(await inst.connect());
-  const struct = `{id:'VARCHAR', created_at:'TIMESTAMPTZ', updated_at:'TIMESTAMPTZ', status:'VARCHAR', "source":'VARCHAR', duration_seconds:'DOUBLE',
-    ticket:'STRUCT(id VARCHAR, title VARCHAR, url VARCHAR)', agent:'STRUCT(id VARCHAR, name VARCHAR, description VARCHAR)', category:'STRUCT(id VARCHAR, name VARCHAR)',
-    resolution:'STRUCT("type" VARCHAR, summary VARCHAR)',
-    "trigger":'STRUCT(event_type VARCHAR, "source" VARCHAR, "timestamp" VARCHAR, ticket_status VARCHAR, ticket_priority VARCHAR, ticket_tags VARCHAR[], trigger_message_type VARCHAR, internal_notes_only BOOLEAN, is_messaging_ticket BOOLEAN, customer_name VARCHAR, message_text VARCHAR, latest_comment VARCHAR)',
-    approval:'STRUCT(waiting_for_approval BOOLEAN, pending STRUCT(step_id VARCHAR, tool_id VARCHAR, tool_name VARCHAR, tool_type VARCHAR, params JSON, redacted BOOLEAN, truncated BOOLEAN))',
-    scheduled_resume_at:'TIMESTAMPTZ',
-    conversation:'STRUCT(id VARCHAR, "order" BIGINT, role VARCHAR, user_name VARCHAR, message VARCHAR, source_timestamp VARCHAR, recorded_at TIMESTAMPTZ)[]',
-    steps:'STRUCT(id VARCHAR, "order" BIGINT, "timestamp" TIMESTAMPTZ, "type" VARCHAR, title VARCHAR, content VARCHAR, status VARCHAR, duration_seconds DOUBLE, tool STRUCT(name VARCHAR, "type" VARCHAR, input JSON, output JSON, redacted BOOLEAN, truncated BOOLEAN, error VARCHAR))[]',
-    evaluation_attributes:'STRUCT(id VARCHAR, attribute_id VARCHAR, name VARCHAR, description VARCHAR, value VARCHAR, recorded_at TIMESTAMPTZ)[]'}`;
   const t0 = performance.now();
   const c0 = cpuMs();
-  await db.run(`CREATE TEMP TABLE p AS SELECT * FROM read_json('${file}', format = 'newline_delimited', maximum_object_size = 1000000000, columns = ${struct})`);
+  await db.run(
+    `CREATE TEMP TABLE p AS SELECT * FROM read_json('${file}', format = 'newline_delimited',
+       maximum_object_size = 1000000000, columns = ${CEILING_COLUMNS})`,
+  );
   await db.run(`CREATE TABLE runs AS SELECT id, created_at, updated_at, status, "source", duration_seconds,
     ticket.id AS ticket_id, ticket.title AS ticket_title, ticket.url AS ticket_url,
     agent.id AS agent_id, agent.name AS agent_name, agent.description AS agent_description,
-    category.id AS category_id, category.name AS category_name, resolution."type" AS resolution_type, resolution.summary AS resolution_summary,
-    "trigger".event_type AS trigger_event_type, "trigger"."source" AS trigger_source, "trigger"."timestamp" AS trigger_timestamp,
-    "trigger".ticket_status AS trigger_ticket_status, "trigger".ticket_priority AS trigger_ticket_priority, "trigger".ticket_tags AS ticket_tags,
-    "trigger".trigger_message_type AS trigger_message_type, "trigger".internal_notes_only AS trigger_internal_notes_only,
+    category.id AS category_id, category.name AS category_name,
+    resolution."type" AS resolution_type, resolution.summary AS resolution_summary,
+    "trigger".event_type AS trigger_event_type, "trigger"."source" AS trigger_source,
+    "trigger"."timestamp" AS trigger_timestamp,
+    "trigger".ticket_status AS trigger_ticket_status, "trigger".ticket_priority AS trigger_ticket_priority,
+    "trigger".ticket_tags AS ticket_tags,
+    "trigger".trigger_message_type AS trigger_message_type,
+    "trigger".internal_notes_only AS trigger_internal_notes_only,
     "trigger".is_messaging_ticket AS trigger_is_messaging_ticket, "trigger".customer_name AS trigger_customer_name,
     "trigger".message_text AS trigger_message_text, "trigger".latest_comment AS trigger_latest_comment,
-    approval.waiting_for_approval AS approval_waiting_for_approval, approval.pending.step_id AS approval_pending_step_id,
+    approval.waiting_for_approval AS approval_waiting_for_approval,
+    approval.pending.step_id AS approval_pending_step_id,
     approval.pending.tool_id AS approval_pending_tool_id, approval.pending.tool_name AS approval_pending_tool_name,
     approval.pending.tool_type AS approval_pending_tool_type, approval.pending.params AS approval_pending_params,
     approval.pending.redacted AS approval_pending_redacted, approval.pending.truncated AS approval_pending_truncated,
     scheduled_resume_at, (created_at AT TIME ZONE 'UTC')::DATE AS created_date FROM p`);
   await db.run(`CREATE TABLE run_messages AS SELECT id AS run_id, unnest(conversation, recursive := true) FROM p`);
   await db.run(`CREATE TABLE run_steps AS SELECT id AS run_id, unnest(steps, recursive := true) FROM p`);
-  await db.run(`CREATE TABLE run_evaluations AS SELECT id AS run_id, unnest(evaluation_attributes, recursive := true) FROM p`);
+  await db.run(
+    `CREATE TABLE run_evaluations AS SELECT id AS run_id, unnest(evaluation_attributes, recursive := true) FROM p`,
+  );
   await db.run('CHECKPOINT');
   const ms = performance.now() - t0;
   const cpu = cpuMs() - c0;
@@ -254,7 +359,14 @@ if (process.env.RUNSYNC_BENCH_V8_DEFAULT_HEAP !== '1') limitHeapGrowth();
 const [mode, ...args] = process.argv.slice(2);
 const out =
   mode === 'load'
-    ? await load(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]), args[4] !== 'no-export', args[5])
+    ? await load(
+        args[0] as string,
+        Number(args[1]),
+        args[2] as string,
+        Number(args[3]),
+        args[4] !== 'no-export',
+        args[5],
+      )
     : mode === 'units'
       ? await units(args[0] as string, Number(args[1]), args[2] as string, Number(args[3]))
       : mode === 'staging'

@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
-import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { once } from 'node:events';
+import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimClock } from '../src/simulator/sim-clock.ts';
 import { SimWorld } from '../src/simulator/sim-world.ts';
-import { parseTimestamp, type Micros } from '../src/util/timestamp.ts';
+import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { toJsonText } from '../src/warehouse/json-text.ts';
 import { DEFAULT_MEMORY_LIMIT } from '../src/warehouse/warehouse-open.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
@@ -54,7 +54,10 @@ async function writeDetails(seed: number, count: number, files: { path: string; 
 function child(args: string[], env: Record<string, string> = {}): Promise<Record<string, number>> {
   if (!existsSync(CHILD)) throw new Error(`${CHILD} is missing: run \`npm run build\` first (\`npm run bench\` does)`);
   return new Promise((resolve, reject) => {
-    const c = spawn(process.execPath, [CHILD, ...args], { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, ...env } });
+    const c = spawn(process.execPath, [CHILD, ...args], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      env: { ...process.env, ...env },
+    });
     let out = '';
     c.stdout.setEncoding('utf8').on('data', (s: string) => (out += s));
     c.on('exit', (code) => {
@@ -72,7 +75,10 @@ const bench: Bench = async (ctx) => {
     const fileN = join(dir, 'details-n.ndjson');
     const file4N = join(dir, 'details-4n.ndjson');
     ctx.log(`generating ${4 * n} run details`);
-    const made = await writeDetails(7, 4 * n, [{ path: fileN, lines: n }, { path: file4N, lines: 4 * n }]);
+    const made = await writeDetails(7, 4 * n, [
+      { path: fileN, lines: n },
+      { path: file4N, lines: 4 * n },
+    ]);
     const bigN = Math.min(made, 4 * n);
 
     ctx.log('ceiling: DuckDB read_json + unnest');
@@ -82,8 +88,14 @@ const bench: Bench = async (ctx) => {
     ctx.log(`loading ${bigN}`);
     const load4 = await child(['load', file4N, String(bigN), join(dir, 'w4'), String(BATCH)]);
     ctx.log(`loading ${n} and ${bigN} with V8's own heap growth`);
-    const v8Default = await child(['load', fileN, String(n), join(dir, 'h1'), String(BATCH), 'no-export'], V8_DEFAULT_HEAP);
-    const v8Default4 = await child(['load', file4N, String(bigN), join(dir, 'h4'), String(BATCH), 'no-export'], V8_DEFAULT_HEAP);
+    const v8Default = await child(
+      ['load', fileN, String(n), join(dir, 'h1'), String(BATCH), 'no-export'],
+      V8_DEFAULT_HEAP,
+    );
+    const v8Default4 = await child(
+      ['load', file4N, String(bigN), join(dir, 'h4'), String(BATCH), 'no-export'],
+      V8_DEFAULT_HEAP,
+    );
     ctx.log(`DuckDB's part of the load at N alone`);
     const replayed = await child(['replay', join(dir, 'w1'), join(dir, 'rp')]);
     ctx.log('ceiling again');
@@ -100,23 +112,45 @@ const bench: Bench = async (ctx) => {
     const staging = await child(['staging', fileN, String(stagingRuns), join(dir, 'st'), String(BATCH)]);
 
     const perS = (count: number, ms: number) => count / (ms / 1000);
-    const ceiling = perS(ceilingBefore.runs as number, ceilingBefore.ms as number) >= perS(ceilingAfter.runs as number, ceilingAfter.ms as number) ? ceilingBefore : ceilingAfter;
+    /** Runs a second of what a child timed (by default its load); a child prints numbers only. */
+    const runsPerS = (r: Record<string, number>, ms = 'loadMs') => perS(r.runs as number, r[ms] as number);
+    const ceiling = runsPerS(ceilingBefore, 'ms') >= runsPerS(ceilingAfter, 'ms') ? ceilingBefore : ceilingAfter;
     // The load is taken as the ceiling is: the faster of two runs, one early and one late.
-    const fast = perS(load.runs as number, load.loadMs as number) >= perS(loadAgain.runs as number, loadAgain.loadMs as number) ? load : loadAgain;
-    const loadRuns = perS(fast.runs as number, fast.loadMs as number);
+    const fast = runsPerS(load) >= runsPerS(loadAgain) ? load : loadAgain;
+    const loadRuns = runsPerS(fast);
     const loadChild = perS(fast.childRows as number, fast.loadMs as number);
-    const ceilRuns = perS(ceiling.runs as number, ceiling.ms as number);
+    const ceilRuns = runsPerS(ceiling, 'ms');
     const ceilChild = perS(ceiling.childRows as number, ceiling.ms as number);
     /** Microseconds of CPU per run, from milliseconds in all. */
     const cpuPerRun = (cpuMs: number, runs: number) => (cpuMs / runs) * 1000;
-    const replayRuns = perS(replayed.runs as number, replayed.ms as number);
+    const replayRuns = runsPerS(replayed, 'ms');
     const archiveRate = perS(stagingRuns, staging.archiveMs as number);
     const appenderRate = perS(stagingRuns, staging.appenderMs as number);
     const b = 'warehouse-load';
-    const ceilingNote = `DuckDB alone, same NDJSON, typed columns, into a file, with checkpoint, DuckDB's default memory limit and threads (peak RSS ${Math.round(ceiling.peakRssMb as number)} MB); before/after the loads ${Math.round(perS(ceilingBefore.runs as number, ceilingBefore.ms as number))}/${Math.round(perS(ceilingAfter.runs as number, ceilingAfter.ms as number))} runs/s, the faster taken`;
+    const ceilingNote =
+      "DuckDB alone, same NDJSON, typed columns, into a file, with checkpoint, DuckDB's default memory limit and" +
+      ` threads (peak RSS ${Math.round(ceiling.peakRssMb as number)} MB); before/after the loads` +
+      ` ${Math.round(runsPerS(ceilingBefore, 'ms'))}/${Math.round(runsPerS(ceilingAfter, 'ms'))}` +
+      ' runs/s, the faster taken';
     const rows: BenchRow[] = [
-      { bench: b, metric: `load ${load.runs} runs: runs/s`, value: loadRuns, unit: 'runs/s', goal: `>= ${Math.round(ceilRuns / 2)}`, note: `batches of ${BATCH}, 2 in flight; check + raw archive + stage + merge + checkpoint; two loads ${Math.round(perS(load.runs as number, load.loadMs as number))}/${Math.round(perS(loadAgain.runs as number, loadAgain.loadMs as number))} runs/s, the faster taken` },
-      { bench: b, metric: `load ${load.runs} runs: child rows/s`, value: loadChild, unit: 'rows/s', goal: `>= ${Math.round(ceilChild / 2)}`, note: `${fast.childRows} child rows` },
+      {
+        bench: b,
+        metric: `load ${load.runs} runs: runs/s`,
+        value: loadRuns,
+        unit: 'runs/s',
+        goal: `>= ${Math.round(ceilRuns / 2)}`,
+        note:
+          `batches of ${BATCH}, 2 in flight; check + raw archive + stage + merge + checkpoint;` +
+          ` two loads ${Math.round(runsPerS(load))}/${Math.round(runsPerS(loadAgain))} runs/s, the faster taken`,
+      },
+      {
+        bench: b,
+        metric: `load ${load.runs} runs: child rows/s`,
+        value: loadChild,
+        unit: 'rows/s',
+        goal: `>= ${Math.round(ceilChild / 2)}`,
+        note: `${fast.childRows} child rows`,
+      },
       { bench: b, metric: 'ceiling: read_json + unnest runs/s', value: ceilRuns, unit: 'runs/s', note: ceilingNote },
       { bench: b, metric: 'ceiling: child rows/s', value: ceilChild, unit: 'rows/s' },
       { bench: b, metric: 'load / ceiling', value: loadRuns / ceilRuns, goal: '>= 0.50' },
@@ -124,20 +158,104 @@ const bench: Bench = async (ctx) => {
         bench: b,
         metric: `DuckDB's part alone / ceiling`,
         value: replayRuns / ceilRuns,
-        note: `the ${replayed.files} archive files of the load at N merged again, one transaction each, with no JavaScript work beside: ${Math.round(replayRuns)} runs/s, CPU ${Math.round(cpuPerRun(replayed.cpuMs as number, replayed.runs as number))} µs per run, peak RSS ${Math.round(replayed.peakRssMb as number)} MB; the bound on load / ceiling at this memory limit`,
+        note:
+          `the ${replayed.files} archive files of the load at N merged again, one transaction each, with no` +
+          ` JavaScript work beside: ${Math.round(replayRuns)} runs/s,` +
+          ` CPU ${Math.round(cpuPerRun(replayed.cpuMs as number, replayed.runs as number))} µs per run,` +
+          ` peak RSS ${Math.round(replayed.peakRssMb as number)} MB; the bound on load / ceiling at this memory limit`,
       },
-      { bench: b, metric: 'CPU per run: load / ceiling', value: `${Math.round(cpuPerRun(fast.loadCpuMs as number, fast.runs as number))} / ${Math.round(cpuPerRun(ceiling.cpuMs as number, ceiling.runs as number))}`, unit: 'µs', note: 'all threads; the load excludes parsing the input' },
-      { bench: b, metric: `load ${unitLoad.runs} runs as the sync engine commits`, value: perS(unitLoad.runs as number, unitLoad.loadMs as number), unit: 'runs/s', note: `one warehouse unit per batch of ${BATCH} (open, load, checkpoint, close), so readers get in between; peak RSS ${Math.round(unitLoad.loadPeakRssMb as number)} MB` },
-      { bench: b, metric: `load ${paged.runs} runs, one page (${PAGE}) per commit`, value: perS(paged.runs as number, paged.loadMs as number), unit: 'runs/s', note: '2 in flight' },
-      { bench: b, metric: 'end to end incl. parsing: runs/s', value: perS(load.runs as number, load.wallMs as number), unit: 'runs/s', note: `JSON.parse of the input alone: ${Math.round(load.parseMs as number)} ms` },
-      { bench: b, metric: `staging+merge, DuckDB reads raw archive (${stagingRuns})`, value: archiveRate, unit: 'runs/s', note: 'kept' },
-      { bench: b, metric: `staging+merge, TS flatten + Appender (${stagingRuns})`, value: appenderRate, unit: 'runs/s', note: `archive-read is ${(archiveRate / appenderRate).toFixed(2)}x` },
-      { bench: b, metric: `peak RSS at N = ${load.runs}`, value: Math.max(load.loadPeakRssMb as number, loadAgain.loadPeakRssMb as number), unit: 'MB', goal: '< 400, flat', note: `fresh process, plain node with the CLI's heap growth, DuckDB memory_limit ${DEFAULT_MEMORY_LIMIT}; ${Math.round(load.startRssMb as number)} MB at the process's start` },
-      { bench: b, metric: `peak RSS at 4N = ${load4.runs}`, value: load4.loadPeakRssMb as number, unit: 'MB', goal: '< 400, flat', note: `4N load ${Math.round(perS(load4.runs as number, load4.loadMs as number))} runs/s` },
-      { bench: b, metric: `peak RSS at N, V8's own heap growth`, value: v8Default.loadPeakRssMb as number, unit: 'MB', note: `load ${Math.round(perS(v8Default.runs as number, v8Default.loadMs as number))} runs/s` },
-      { bench: b, metric: `peak RSS at 4N, V8's own heap growth`, value: v8Default4.loadPeakRssMb as number, unit: 'MB', note: `load ${Math.round(perS(v8Default4.runs as number, v8Default4.loadMs as number))} runs/s` },
-      { bench: b, metric: `export (full) of N`, value: (load.exportMs as number) / 1000, unit: 's', note: `${load.exportFiles} files, ZSTD; peak RSS with export ${Math.round(load.peakRssMb as number)} MB` },
-      { bench: b, metric: `export (full) of 4N`, value: (load4.exportMs as number) / 1000, unit: 's', note: `peak RSS with export ${Math.round(load4.peakRssMb as number)} MB` },
+      {
+        bench: b,
+        metric: 'CPU per run: load / ceiling',
+        value:
+          `${Math.round(cpuPerRun(fast.loadCpuMs as number, fast.runs as number))}` +
+          ` / ${Math.round(cpuPerRun(ceiling.cpuMs as number, ceiling.runs as number))}`,
+        unit: 'µs',
+        note: 'all threads; the load excludes parsing the input',
+      },
+      {
+        bench: b,
+        metric: `load ${unitLoad.runs} runs as the sync engine commits`,
+        value: runsPerS(unitLoad),
+        unit: 'runs/s',
+        note:
+          `one warehouse unit per batch of ${BATCH} (open, load, checkpoint, close), so readers get in between;` +
+          ` peak RSS ${Math.round(unitLoad.loadPeakRssMb as number)} MB`,
+      },
+      {
+        bench: b,
+        metric: `load ${paged.runs} runs, one page (${PAGE}) per commit`,
+        value: runsPerS(paged),
+        unit: 'runs/s',
+        note: '2 in flight',
+      },
+      {
+        bench: b,
+        metric: 'end to end incl. parsing: runs/s',
+        value: runsPerS(load, 'wallMs'),
+        unit: 'runs/s',
+        note: `JSON.parse of the input alone: ${Math.round(load.parseMs as number)} ms`,
+      },
+      {
+        bench: b,
+        metric: `staging+merge, DuckDB reads raw archive (${stagingRuns})`,
+        value: archiveRate,
+        unit: 'runs/s',
+        note: 'kept',
+      },
+      {
+        bench: b,
+        metric: `staging+merge, TS flatten + Appender (${stagingRuns})`,
+        value: appenderRate,
+        unit: 'runs/s',
+        note: `archive-read is ${(archiveRate / appenderRate).toFixed(2)}x`,
+      },
+      {
+        bench: b,
+        metric: `peak RSS at N = ${load.runs}`,
+        value: Math.max(load.loadPeakRssMb as number, loadAgain.loadPeakRssMb as number),
+        unit: 'MB',
+        goal: '< 400, flat',
+        note:
+          `fresh process, plain node with the CLI's heap growth, DuckDB memory_limit ${DEFAULT_MEMORY_LIMIT};` +
+          ` ${Math.round(load.startRssMb as number)} MB at the process's start`,
+      },
+      {
+        bench: b,
+        metric: `peak RSS at 4N = ${load4.runs}`,
+        value: load4.loadPeakRssMb as number,
+        unit: 'MB',
+        goal: '< 400, flat',
+        note: `4N load ${Math.round(runsPerS(load4))} runs/s`,
+      },
+      {
+        bench: b,
+        metric: `peak RSS at N, V8's own heap growth`,
+        value: v8Default.loadPeakRssMb as number,
+        unit: 'MB',
+        note: `load ${Math.round(runsPerS(v8Default))} runs/s`,
+      },
+      {
+        bench: b,
+        metric: `peak RSS at 4N, V8's own heap growth`,
+        value: v8Default4.loadPeakRssMb as number,
+        unit: 'MB',
+        note: `load ${Math.round(runsPerS(v8Default4))} runs/s`,
+      },
+      {
+        bench: b,
+        metric: `export (full) of N`,
+        value: (load.exportMs as number) / 1000,
+        unit: 's',
+        note: `${load.exportFiles} files, ZSTD; peak RSS with export ${Math.round(load.peakRssMb as number)} MB`,
+      },
+      {
+        bench: b,
+        metric: `export (full) of 4N`,
+        value: (load4.exportMs as number) / 1000,
+        unit: 's',
+        note: `peak RSS with export ${Math.round(load4.peakRssMb as number)} MB`,
+      },
     ];
     return rows;
   } finally {

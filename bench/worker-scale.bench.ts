@@ -1,11 +1,11 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { startSimulator, type Simulator } from '../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../src/simulator/index.ts';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../src/util/timestamp.ts';
 import { systemMicros } from '../src/warehouse/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
@@ -34,10 +34,15 @@ function freePort(): Promise<number> {
 async function startRedis(): Promise<{ url: string; stop(): void; redis: Redis }> {
   const port = await freePort();
   const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-redis-'));
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir],
+    { stdio: 'ignore' },
+  );
   const redis = new Redis({ port, host: '127.0.0.1', maxRetriesPerRequest: null });
   redis.on('error', () => undefined);
-  for (let i = 0; i < 100 && (await redis.ping().catch(() => '')) !== 'PONG'; i++) await new Promise((r) => setTimeout(r, 100));
+  for (let i = 0; i < 100 && (await redis.ping().catch(() => '')) !== 'PONG'; i++)
+    await new Promise((r) => setTimeout(r, 100));
   return {
     url: `redis://127.0.0.1:${port}`,
     redis,
@@ -50,7 +55,10 @@ async function startRedis(): Promise<{ url: string; stop(): void; redis: Redis }
 }
 
 function cli(args: string[], env: Record<string, string>): ChildProcess {
-  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], { env: { ...process.env, LOG_LEVEL: 'warn', ...env }, stdio: 'ignore' });
+  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+    env: { ...process.env, LOG_LEVEL: 'warn', ...env },
+    stdio: 'ignore',
+  });
 }
 
 async function until(check: () => boolean | Promise<boolean>, timeoutMs: number): Promise<boolean> {
@@ -78,7 +86,14 @@ function stop(children: ChildProcess[]): Promise<void> {
 
 async function throughput(workers: number, details: number, log: (l: string) => void): Promise<BenchRow[]> {
   const redis = await startRedis();
-  const sim: Simulator = await startSimulator({ port: 0, seed: 81, size: details + 500, days: 10, now: systemMicros() - MICROS_PER_HOUR, rateLimit: { perKey: { limit: R, windowSeconds: 1 } } });
+  const sim: Simulator = await startSimulator({
+    port: 0,
+    seed: 81,
+    size: details + 500,
+    days: 10,
+    now: systemMicros() - MICROS_PER_HOUR,
+    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
+  });
   const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-wh-'));
   const env = {
     RUNSYNC_API_URL: sim.url,
@@ -100,10 +115,23 @@ async function throughput(workers: number, details: number, log: (l: string) => 
     const total = sim.counters.count();
     const limited = sim.counters.count(undefined, 429);
     const busiest = sim.counters.maxInAlignedWindow(1000);
-    log(`${workers} worker(s): ${fetched} details in ${seconds.toFixed(1)} s; busiest second ${busiest}; ${limited} × 429 of ${total}${done ? '' : ' (timed out)'}`);
+    log(
+      `${workers} worker(s): ${fetched} details in ${seconds.toFixed(1)} s; busiest second ${busiest}; ${limited} × 429 of ${total}${done ? '' : ' (timed out)'}`,
+    );
     return [
-      { bench: 'worker scaling', metric: `${workers} worker(s): detail rate / R`, value: fetched / seconds / R, goal: '~0.95, flat', note: `${fetched} details in ${seconds.toFixed(1)} s, R=${R}/s, busiest second ${busiest}` },
-      { bench: 'worker scaling', metric: `${workers} worker(s): 429 share`, value: `${((100 * limited) / total).toFixed(2)}%`, goal: '<= 1%' },
+      {
+        bench: 'worker scaling',
+        metric: `${workers} worker(s): detail rate / R`,
+        value: fetched / seconds / R,
+        goal: '~0.95, flat',
+        note: `${fetched} details in ${seconds.toFixed(1)} s, R=${R}/s, busiest second ${busiest}`,
+      },
+      {
+        bench: 'worker scaling',
+        metric: `${workers} worker(s): 429 share`,
+        value: `${((100 * limited) / total).toFixed(2)}%`,
+        goal: '<= 1%',
+      },
     ];
   } finally {
     await stop(children);
@@ -131,7 +159,10 @@ async function backfillMemory(size: number, watchSeconds: number, log: (l: strin
   const base = await memory();
   const children: ChildProcess[] = [];
   try {
-    const enqueue = cli(['backfill', '--from', formatTimestamp(now - 30 * MICROS_PER_DAY), '--to', formatTimestamp(now), '--enqueue'], env);
+    const enqueue = cli(
+      ['backfill', '--from', formatTimestamp(now - 30 * MICROS_PER_DAY), '--to', formatTimestamp(now), '--enqueue'],
+      env,
+    );
     await new Promise((r) => enqueue.once('exit', r));
     const afterEnqueue = await memory();
     children.push(cli(['worker'], env), cli(['worker'], env));
@@ -148,10 +179,25 @@ async function backfillMemory(size: number, watchSeconds: number, log: (l: strin
     const mb = (b: number) => b / 1e6;
     const half = samples.slice(0, Math.ceil(samples.length / 2));
     const late = samples.slice(Math.ceil(samples.length / 2));
-    log(`backfill of ${size} runs: Redis ${mb(base).toFixed(2)} MB empty, ${mb(afterEnqueue).toFixed(2)} MB enqueued, peak ${mb(peak).toFixed(2)} MB over ${watchSeconds} s while ${fetched} details were fetched`);
+    log(
+      `backfill of ${size} runs: Redis ${mb(base).toFixed(2)} MB empty, ${mb(afterEnqueue).toFixed(2)} MB enqueued, peak ${mb(peak).toFixed(2)} MB over ${watchSeconds} s while ${fetched} details were fetched`,
+    );
     return [
-      { bench: 'worker backfill', metric: `Redis memory, ${size} runs enqueued`, value: mb(afterEnqueue - base), unit: 'MB', note: 'above an empty Redis; 30 slice jobs' },
-      { bench: 'worker backfill', metric: 'Redis memory, peak while working', value: mb(peak - base), unit: 'MB', goal: 'bounded', note: `${fetched} details fetched in ${watchSeconds} s; first half max ${mb(Math.max(...half) - base).toFixed(2)} MB, second half max ${mb(Math.max(...late) - base).toFixed(2)} MB` },
+      {
+        bench: 'worker backfill',
+        metric: `Redis memory, ${size} runs enqueued`,
+        value: mb(afterEnqueue - base),
+        unit: 'MB',
+        note: 'above an empty Redis; 30 slice jobs',
+      },
+      {
+        bench: 'worker backfill',
+        metric: 'Redis memory, peak while working',
+        value: mb(peak - base),
+        unit: 'MB',
+        goal: 'bounded',
+        note: `${fetched} details fetched in ${watchSeconds} s; first half max ${mb(Math.max(...half) - base).toFixed(2)} MB, second half max ${mb(Math.max(...late) - base).toFixed(2)} MB`,
+      },
     ];
   } finally {
     await stop(children);

@@ -1,10 +1,13 @@
 import { exportParquet } from '../src/export/export-parquet.ts';
-import { objectPayload, type JobContext } from '../src/worker/job-context.ts';
+import { type JobContext, objectPayload } from '../src/worker/job-context.ts';
 
 // The parent of a queued backfill's slices: it runs once every slice is loaded, writes the
 // Parquet export of what they changed, and sums them up.
 
-export default async function backfill(payload: unknown, ctx: JobContext): Promise<{ slices: number; listed: number; fetched: number; exportedDates: number }> {
+export default async function backfill(
+  payload: unknown,
+  ctx: JobContext,
+): Promise<{ slices: number; listed: number; fetched: number; exportedDates: number }> {
   objectPayload(payload, 'backfill');
   const children = Object.values(await ctx.job.getChildrenValues()) as { runs?: { listed: number; fetched: number } }[];
   const e = await ctx.deps.gate.use((wh) => exportParquet(wh));

@@ -1,11 +1,14 @@
-import { runPass, type PassResult } from '../src/sync/sync-pass.ts';
+import { type PassResult, runPass } from '../src/sync/sync-pass.ts';
 import type { JobContext } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
 
 // The scheduled catalog snapshot (hourly by default): every catalog collection and the run tool
 // options, with history, then the Parquet export of what changed.
 
-export default async function catalogSnapshot(_payload: unknown, ctx: JobContext): Promise<Pick<PassResult, 'id' | 'kind' | 'status' | 'errors'>> {
+export default async function catalogSnapshot(
+  _payload: unknown,
+  ctx: JobContext,
+): Promise<Pick<PassResult, 'id' | 'kind' | 'status' | 'errors'>> {
   try {
     const r = await runPass(ctx.deps, { kind: 'snapshot' });
     return { id: r.id, kind: r.kind, status: r.status, errors: r.errors };

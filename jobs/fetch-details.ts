@@ -1,7 +1,12 @@
-import { AuthError, PermissionError } from '../src/api/index.ts';
-import { DetailFetcher } from '../src/sync/detail-fetcher.ts';
-import { objectPayload, PayloadCheckError, type JobContext } from '../src/worker/job-context.ts';
-import { fatalReason, UnrecoverableError, type FetchDetailsPayload, type FetchDetailsResult } from '../src/worker/remote-details.ts';
+import { AuthError, InvalidRecordError, PermissionError } from '../src/api/index.ts';
+import { type DetailBatch, DetailFetcher } from '../src/sync/detail-fetcher.ts';
+import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
+import {
+  type FetchDetailsPayload,
+  type FetchDetailsResult,
+  fatalReason,
+  UnrecoverableError,
+} from '../src/worker/remote-details.ts';
 import type { StagedBatch } from '../src/worker/staging-store.ts';
 
 // Fetches the details of a few runs under the shared budget and leaves them in a staged file for
@@ -13,7 +18,12 @@ const MAX_IDS = 500;
 export function checkPayload(payload: unknown): FetchDetailsPayload {
   const p = objectPayload(payload, 'fetch-details');
   const ids = p.ids;
-  if (!Array.isArray(ids) || ids.length === 0 || ids.length > MAX_IDS || !ids.every((x) => typeof x === 'string' && x.length > 0 && x.length <= 200)) {
+  if (
+    !Array.isArray(ids) ||
+    ids.length === 0 ||
+    ids.length > MAX_IDS ||
+    !ids.every((x) => typeof x === 'string' && x.length > 0 && x.length <= 200)
+  ) {
     throw new PayloadCheckError(`fetch-details: ids must be 1 to ${MAX_IDS} run ids`);
   }
   return { ids: ids as string[] };
@@ -25,7 +35,7 @@ export default async function fetchDetails(payload: unknown, ctx: JobContext): P
   // so no request waits for a connection after its turn in the budget (and then starts in a bunch).
   const perJob = Math.max(1, Math.floor(ctx.deps.settings.detailConcurrency / ctx.settings.fetchConcurrency));
   const fetcher = new DetailFetcher(ctx.deps.api, perJob, ctx.signal);
-  let results;
+  let results: DetailBatch['results'];
   try {
     results = (await fetcher.fetch(ids)).results;
   } catch (e) {
@@ -39,11 +49,20 @@ export default async function fetchDetails(payload: unknown, ctx: JobContext): P
     if (r.ok) batch.details.push({ id: r.id, detail: r.detail });
     else {
       const e = r.error;
-      batch.failures.push({ id: r.id, kind: e.name, detail: e.message, endpoint: e.endpoint, status: e.status, code: e.code, requestId: e.requestId });
+      if (e instanceof InvalidRecordError) {
+        const { endpoint, recordId, requestId, problems, record } = e;
+        batch.invalid.push({ endpoint, recordId, requestId, problems: [...problems], record });
+      }
+      batch.failures.push({
+        id: r.id,
+        kind: e.name,
+        detail: e.message,
+        endpoint: e.endpoint,
+        status: e.status,
+        code: e.code,
+        requestId: e.requestId,
+      });
     }
-  }
-  for (const r of ctx.deps.reports.drainRecords('runs.get', new Set(ids))) {
-    batch.invalid.push({ endpoint: r.endpoint, recordId: r.recordId, requestId: r.requestId, problems: r.problems, record: r.record });
   }
   const file = await ctx.staging.write(`details-${ctx.job.id ?? Date.now()}`, batch);
   return { file, ok: batch.details.length, failed: batch.failures.length };

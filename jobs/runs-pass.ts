@@ -1,7 +1,7 @@
-import { runPass, type PassResult } from '../src/sync/sync-pass.ts';
-import { objectPayload, PayloadCheckError, type JobContext } from '../src/worker/job-context.ts';
+import { type PassResult, runPass } from '../src/sync/sync-pass.ts';
+import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
-import { PASS_KEY, type LastPass } from '../src/worker/worker-metrics.ts';
+import { type LastPass, PASS_KEY } from '../src/worker/worker-metrics.ts';
 
 // The scheduled runs pass (every 5 minutes by default; with `reconcile`, daily): the live window,
 // the open runs, the details that failed before, then the Parquet export. Details are fetched by
@@ -14,17 +14,27 @@ export interface RunsPassPayload {
 
 export function checkPayload(payload: unknown): RunsPassPayload {
   const p = objectPayload(payload ?? {}, 'runs-pass');
-  if (p.reconcile !== undefined && typeof p.reconcile !== 'boolean') throw new PayloadCheckError('runs-pass: reconcile must be true or false');
+  if (p.reconcile !== undefined && typeof p.reconcile !== 'boolean')
+    throw new PayloadCheckError('runs-pass: reconcile must be true or false');
   return { reconcile: p.reconcile === true };
 }
 
-export default async function runsPass(payload: unknown, ctx: JobContext): Promise<Pick<PassResult, 'id' | 'kind' | 'status' | 'runs' | 'errors'>> {
+export default async function runsPass(
+  payload: unknown,
+  ctx: JobContext,
+): Promise<Pick<PassResult, 'id' | 'kind' | 'status' | 'runs' | 'errors'>> {
   const { reconcile } = checkPayload(payload);
   await ctx.staging.sweep(6 * 3600_000);
   try {
     const r = await runPass(ctx.deps, { reconcile: reconcile === true, catalog: false });
     // For /metrics of every worker: how far behind the API the warehouse is.
-    const last: LastPass = { kind: r.kind, status: r.status, finishedAtMs: Date.now(), watermarkMs: r.window ? r.window.to / 1000 : null, openRuns: r.openRunsTracked };
+    const last: LastPass = {
+      kind: r.kind,
+      status: r.status,
+      finishedAtMs: Date.now(),
+      watermarkMs: r.window ? r.window.to / 1000 : null,
+      openRuns: r.openRunsTracked,
+    };
     await ctx.redis.set(`${ctx.settings.prefix}:${PASS_KEY}`, JSON.stringify(last)).catch(() => undefined);
     return { id: r.id, kind: r.kind, status: r.status, runs: r.runs, errors: r.errors };
   } catch (e) {

@@ -2,30 +2,30 @@ import type { Dispatcher } from 'undici';
 import { systemClock } from '../budget/budget-clock.ts';
 import type { BudgetClock, RateBudget } from '../budget/budget-types.ts';
 import { apiBaseUrl } from '../config/config-url.ts';
-import { silentLogger, type Logger } from '../util/logger.ts';
-import { fetchConcurrently, type ConcurrentFetchOptions, type ItemResult } from './api-details.ts';
-import { endpointInfo, pageBounds, type CatalogKind, type EndpointName } from './api-endpoints.ts';
+import { type Logger, silentLogger } from '../util/logger.ts';
+import { type ConcurrentFetchOptions, fetchConcurrently, type ItemResult } from './api-details.ts';
+import { type CatalogKind, type EndpointName, endpointInfo, pageBounds } from './api-endpoints.ts';
 import { ApiError, AuthError, InvalidRecordError, PermissionError } from './api-errors.ts';
 import {
+  type GuardrailListFilter,
   guardrailListQuery,
   pageQuery,
-  runListQueries,
-  toolListQuery,
-  type GuardrailListFilter,
   type QueryPair,
   type RunListFilter,
+  runListQueries,
   type ToolListFilter,
+  toolListQuery,
 } from './api-filters.ts';
 import { Paginator } from './api-paginator.ts';
 import { createApiPool, type PoolOptions } from './api-pool.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './api-retry.ts';
-import { ApiTransport, type ApiStats } from './api-transport.ts';
-import type { Agent, Guardrail, Guideline, RunDetail, RunSummary, RunToolOption, Runbook, Tool } from './api-types.ts';
+import { type ApiStats, ApiTransport } from './api-transport.ts';
+import type { Agent, Guardrail, Guideline, Runbook, RunDetail, RunSummary, RunToolOption, Tool } from './api-types.ts';
 import { createRecordValidator, type RecordValidator, type ValidationMode } from './api-validate.ts';
 
 // The typed Export API client: one method per endpoint, async iterators over every list, records
-// checked against the schemas. A record that breaks its schema is reported and skipped, never a
-// reason to stop a sync.
+// checked against the schemas. A record that breaks its schema never stops a sync: a list page
+// carries it aside in `refused`, a detail request fails with an InvalidRecordError holding it.
 
 export interface InvalidRecordReport {
   endpoint: EndpointName;
@@ -51,7 +51,6 @@ export interface ApiClientOptions {
   /** One attempt, send to last byte; default 60 s. */
   requestTimeoutMs?: number;
   validation?: ValidationMode;
-  onInvalid?: (report: InvalidRecordReport) => void;
   clock?: BudgetClock;
   random?: () => number;
 }
@@ -70,6 +69,11 @@ export interface IterateOptions extends CallOptions {
   pageSize?: number;
   /** Where an earlier walk stopped: the part (of a split filter) and the cursor within it. */
   resume?: { part: number; cursor: string | null };
+  /**
+   * Times the listing may go back to its first page when the API refuses a cursor; items already
+   * yielded are not yielded again. Default 0: the refusal is thrown as a CursorRefusedError.
+   */
+  cursorRestarts?: number;
 }
 
 export interface ListPage<T> {
@@ -84,9 +88,38 @@ export interface ListPage<T> {
   /** For a filter split into several requests: this page's part, and how many there are. */
   part: number;
   parts: number;
+  /** Records of this page that break their schema, kept aside with why. */
+  refused: InvalidRecordReport[];
 }
 
-export type CatalogRecord = { tools: Tool; agents: Agent; guidelines: Guideline; guardrails: Guardrail; runbooks: Runbook };
+/** A whole list (the tool options), with the records that break their schema kept aside. */
+export interface ItemList<T> {
+  items: T[];
+  refused: InvalidRecordReport[];
+}
+
+export type CatalogRecord = {
+  tools: Tool;
+  agents: Agent;
+  guidelines: Guideline;
+  guardrails: Guardrail;
+  runbooks: Runbook;
+};
+
+/** The list filters of each catalog collection. */
+export type CatalogFilter = {
+  tools: ToolListFilter;
+  guardrails: GuardrailListFilter;
+  agents: Record<string, never>;
+  guidelines: Record<string, never>;
+  runbooks: Record<string, never>;
+};
+
+function catalogQuery<K extends CatalogKind>(kind: K, filter: CatalogFilter[K]): QueryPair[] {
+  if (kind === 'tools') return toolListQuery(filter as ToolListFilter);
+  if (kind === 'guardrails') return guardrailListQuery(filter as GuardrailListFilter);
+  return [];
+}
 
 export type RunDetailResult = ItemResult<RunDetail>;
 
@@ -110,12 +143,14 @@ function recordId(record: unknown): string | null {
   return typeof id === 'string' ? id : null;
 }
 
+/** Restarts of a catalog listing after refused cursors before the refusal is an error. */
+export const CATALOG_CURSOR_RESTARTS = 3;
+
 export class ApiClient {
   private readonly transport: ApiTransport;
   private readonly ownedPool: Dispatcher | null;
   private readonly validator: RecordValidator;
   private readonly logger: Logger;
-  private readonly onInvalid: ((report: InvalidRecordReport) => void) | undefined;
   private readonly budget: RateBudget;
   private primed = false;
 
@@ -123,7 +158,6 @@ export class ApiClient {
     const base = new URL(apiBaseUrl(options.baseUrl, 'RUNSYNC_API_URL', options.httpHosts));
     this.ownedPool = options.dispatcher ? null : createApiPool(base.origin, options.pool);
     this.logger = options.logger ?? silentLogger();
-    this.onInvalid = options.onInvalid;
     this.budget = options.budget;
     this.validator = createRecordValidator(options.validation ?? 'lenient');
     this.transport = new ApiTransport({
@@ -171,7 +205,7 @@ export class ApiClient {
     return this.fetchOne<RunDetail>('runs.get', `/runs/${encodeSegment(runId)}`, options);
   }
 
-  async getRunToolOptions(options: CallOptions = {}): Promise<RunToolOption[]> {
+  async getRunToolOptions(options: CallOptions = {}): Promise<ItemList<RunToolOption>> {
     const { body, requestId } = await this.transport.get({
       endpoint: 'runs.toolOptions',
       path: '/runs/tool-options',
@@ -182,7 +216,10 @@ export class ApiClient {
   }
 
   /** Run details fetched concurrently, paced by the budget, yielded as they arrive. */
-  async *fetchRunDetails(ids: Iterable<string> | AsyncIterable<string>, options: RunDetailsOptions = {}): AsyncGenerator<RunDetailResult> {
+  async *fetchRunDetails(
+    ids: Iterable<string> | AsyncIterable<string>,
+    options: RunDetailsOptions = {},
+  ): AsyncGenerator<RunDetailResult> {
     const { primeBudget = true, ...fetchOptions } = options;
     if (primeBudget) await this.primeBudget(options.signal);
     yield* fetchConcurrently(ids, (id, signal) => this.getRun(id, { signal }), fetchOptions);
@@ -200,7 +237,13 @@ export class ApiClient {
     if ((await this.budget.snapshot()).limit !== null) return;
     try {
       // Only the headers matter: the page itself is neither checked nor reported.
-      await this.transport.get({ endpoint: 'runs.list', path: '/runs', query: [['limit', '1']], expect: 'list', signal });
+      await this.transport.get({
+        endpoint: 'runs.list',
+        path: '/runs',
+        query: [['limit', '1']],
+        expect: 'list',
+        signal,
+      });
     } catch (e) {
       // A refused key or a missing scope would refuse every detail too.
       if (!(e instanceof ApiError) || e instanceof AuthError || e instanceof PermissionError) throw e;
@@ -208,74 +251,40 @@ export class ApiClient {
     }
   }
 
-  // -- catalog
+  // -- catalog: the five collections by kind, each with its list filters (tools and guardrails have some)
 
-  async listTools(filter: ToolListFilter = {}, page: PageRequest = {}): Promise<ListPage<Tool>> {
-    return this.fetchPage<Tool>('tools.list', '/tools', toolListQuery(filter), page, 0, 1);
+  async catalogPage<K extends CatalogKind>(
+    kind: K,
+    filter: CatalogFilter[K] = {},
+    page: PageRequest = {},
+  ): Promise<ListPage<CatalogRecord[K]>> {
+    return this.fetchPage<CatalogRecord[K]>(`${kind}.list`, `/${kind}`, catalogQuery(kind, filter), page, 0, 1);
   }
 
-  async *iterateTools(filter: ToolListFilter = {}, options: IterateOptions = {}): AsyncGenerator<Tool> {
-    yield* this.items(this.pages<Tool>('tools.list', '/tools', [toolListQuery(filter)], options));
+  getCatalogObject<K extends CatalogKind>(kind: K, id: string, options: CallOptions = {}): Promise<CatalogRecord[K]> {
+    return this.fetchOne<CatalogRecord[K]>(`${kind}.get`, `/${kind}/${encodeSegment(id)}`, options);
   }
 
-  getTool(toolId: string, options: CallOptions = {}): Promise<Tool> {
-    return this.fetchOne<Tool>('tools.get', `/tools/${encodeSegment(toolId)}`, options);
+  /**
+   * Every page of one catalog collection (unfiltered: what a snapshot reads). A collection is read
+   * whole before it is loaded, so a cursor the API refuses just starts the listing over (by default
+   * up to CATALOG_CURSOR_RESTARTS times).
+   */
+  catalogPages<K extends CatalogKind>(
+    kind: K,
+    options: IterateOptions & { filter?: CatalogFilter[K] } = {},
+  ): AsyncGenerator<ListPage<CatalogRecord[K]>> {
+    const query = catalogQuery(kind, options.filter ?? {});
+    return this.pages<CatalogRecord[K]>(`${kind}.list`, `/${kind}`, [query], {
+      cursorRestarts: CATALOG_CURSOR_RESTARTS,
+      ...options,
+    });
   }
 
-  async listGuardrails(filter: GuardrailListFilter = {}, page: PageRequest = {}): Promise<ListPage<Guardrail>> {
-    return this.fetchPage<Guardrail>('guardrails.list', '/guardrails', guardrailListQuery(filter), page, 0, 1);
-  }
-
-  async *iterateGuardrails(filter: GuardrailListFilter = {}, options: IterateOptions = {}): AsyncGenerator<Guardrail> {
-    yield* this.items(this.pages<Guardrail>('guardrails.list', '/guardrails', [guardrailListQuery(filter)], options));
-  }
-
-  getGuardrail(id: string, options: CallOptions = {}): Promise<Guardrail> {
-    return this.fetchOne<Guardrail>('guardrails.get', `/guardrails/${encodeSegment(id)}`, options);
-  }
-
-  async listAgents(page: PageRequest = {}): Promise<ListPage<Agent>> {
-    return this.fetchPage<Agent>('agents.list', '/agents', [], page, 0, 1);
-  }
-
-  iterateAgents(options: IterateOptions = {}): AsyncGenerator<Agent> {
-    return this.iterateCatalog('agents', options);
-  }
-
-  getAgent(id: string, options: CallOptions = {}): Promise<Agent> {
-    return this.fetchOne<Agent>('agents.get', `/agents/${encodeSegment(id)}`, options);
-  }
-
-  async listGuidelines(page: PageRequest = {}): Promise<ListPage<Guideline>> {
-    return this.fetchPage<Guideline>('guidelines.list', '/guidelines', [], page, 0, 1);
-  }
-
-  iterateGuidelines(options: IterateOptions = {}): AsyncGenerator<Guideline> {
-    return this.iterateCatalog('guidelines', options);
-  }
-
-  getGuideline(id: string, options: CallOptions = {}): Promise<Guideline> {
-    return this.fetchOne<Guideline>('guidelines.get', `/guidelines/${encodeSegment(id)}`, options);
-  }
-
-  async listRunbooks(page: PageRequest = {}): Promise<ListPage<Runbook>> {
-    return this.fetchPage<Runbook>('runbooks.list', '/runbooks', [], page, 0, 1);
-  }
-
-  iterateRunbooks(options: IterateOptions = {}): AsyncGenerator<Runbook> {
-    return this.iterateCatalog('runbooks', options);
-  }
-
-  getRunbook(id: string, options: CallOptions = {}): Promise<Runbook> {
-    return this.fetchOne<Runbook>('runbooks.get', `/runbooks/${encodeSegment(id)}`, options);
-  }
-
-  /** Every page of one catalog collection, unfiltered (what a snapshot reads). */
-  catalogPages<K extends CatalogKind>(kind: K, options: IterateOptions = {}): AsyncGenerator<ListPage<CatalogRecord[K]>> {
-    return this.pages<CatalogRecord[K]>(`${kind}.list`, `/${kind}`, [[]], options);
-  }
-
-  iterateCatalog<K extends CatalogKind>(kind: K, options: IterateOptions = {}): AsyncGenerator<CatalogRecord[K]> {
+  iterateCatalog<K extends CatalogKind>(
+    kind: K,
+    options: IterateOptions & { filter?: CatalogFilter[K] } = {},
+  ): AsyncGenerator<CatalogRecord[K]> {
     return this.items(this.catalogPages(kind, options));
   }
 
@@ -295,11 +304,17 @@ export class ApiClient {
   ): Promise<ListPage<T>> {
     const cursor = page.cursor ?? null;
     const query = [...filterQuery, ...pageQuery(endpoint, pageBounds(endpoint).max, page.limit, cursor)];
-    const { body, requestId } = await this.transport.get({ endpoint, path, query, expect: 'list', signal: page.signal });
+    const { body, requestId } = await this.transport.get({
+      endpoint,
+      path,
+      query,
+      expect: 'list',
+      signal: page.signal,
+    });
     const data = body.data as unknown[];
     const pagination = body.pagination as { has_more: boolean; next_cursor: string | null };
     return {
-      items: this.keepValid<T>(endpoint, data, requestId),
+      ...this.keepValid<T>(endpoint, data, requestId),
       received: data.length,
       nextCursor: pagination.next_cursor,
       hasMore: pagination.has_more,
@@ -318,16 +333,36 @@ export class ApiClient {
   ): AsyncGenerator<ListPage<T>> {
     const parts = queries.length;
     const start = options.resume?.part ?? 0;
-    // Pieces of a split filter can match the same run (a run used two of the tools asked for).
-    const seen = parts > 1 ? new Set<string>() : null;
+    const restarts = options.cursorRestarts ?? 0;
+    // Pieces of a split filter can match the same run (a run used two of the tools asked for), and
+    // a listing started over lists again what it yielded.
+    const seen = parts > 1 || restarts > 0 ? new Set<string>() : null;
     for (let part = start; part < parts; part++) {
       const paginator = new Paginator(endpoint, { cursor: part === start ? (options.resume?.cursor ?? null) : null });
       while (!paginator.finished) {
         const request: PageRequest = { cursor: paginator.cursor };
         if (options.pageSize !== undefined) request.limit = options.pageSize;
         if (options.signal) request.signal = options.signal;
-        const page = await this.fetchPage<T>(endpoint, path, queries[part] as QueryPair[], request, part, parts);
-        paginator.advance({ itemCount: page.received, hasMore: page.hasMore, nextCursor: page.nextCursor, requestId: page.requestId });
+        let page: ListPage<T>;
+        try {
+          page = await this.fetchPage<T>(endpoint, path, queries[part] as QueryPair[], request, part, parts);
+        } catch (e) {
+          const refused = paginator.refusal(e);
+          if (refused === null) throw e;
+          if (paginator.restarts >= restarts) throw refused;
+          paginator.restart();
+          this.logger.warn(
+            { endpoint, restart: paginator.restarts, error: refused.message },
+            'a list cursor is no longer accepted; listing again from the first page',
+          );
+          continue;
+        }
+        paginator.advance({
+          itemCount: page.received,
+          hasMore: page.hasMore,
+          nextCursor: page.nextCursor,
+          requestId: page.requestId,
+        });
         if (seen) {
           page.items = page.items.filter((item) => {
             const id = recordId(item);
@@ -352,26 +387,35 @@ export class ApiClient {
         { endpoint, path, requestId },
         problems,
         recordId(body.data),
+        body.data,
       );
     }
     return body.data as T;
   }
 
-  private keepValid<T>(endpoint: EndpointName, records: unknown[], requestId: string | null): T[] {
+  private keepValid<T>(endpoint: EndpointName, records: unknown[], requestId: string | null): ItemList<T> {
     const schema = endpointInfo(endpoint).schema;
-    const out: T[] = [];
+    const out: ItemList<T> = { items: [], refused: [] };
     for (const record of records) {
       const problems = this.validator.check(schema, record);
-      if (problems.length === 0) out.push(record as T);
-      else this.report(endpoint, record, problems, requestId);
+      if (problems.length === 0) out.items.push(record as T);
+      else out.refused.push(this.report(endpoint, record, problems, requestId));
     }
     return out;
   }
 
-  private report(endpoint: EndpointName, record: unknown, problems: string[], requestId: string | null): void {
+  private report(
+    endpoint: EndpointName,
+    record: unknown,
+    problems: string[],
+    requestId: string | null,
+  ): InvalidRecordReport {
     this.transport.stats.invalidRecords++;
     const id = recordId(record);
-    this.logger.warn({ endpoint, recordId: id, requestId, problems: problems.slice(0, 10) }, 'skipped a record that breaks its schema');
-    this.onInvalid?.({ endpoint, recordId: id, requestId, problems, record });
+    this.logger.warn(
+      { endpoint, recordId: id, requestId, problems: problems.slice(0, 10) },
+      'skipped a record that breaks its schema',
+    );
+    return { endpoint, recordId: id, requestId, problems, record };
   }
 }

@@ -1,50 +1,35 @@
+import { CATALOG, type CatalogTable, RUN_TOOL_OPTIONS, RUNS } from '../resources/registry.ts';
+import type { SchemaName } from '../resources/resource-types.ts';
+
 // The Export API's GET endpoints as runsync names them, with the scope each needs (for a 403 whose
-// message does not name one) and the schema of the records it returns.
+// message does not name one) and the schema of the records it returns, from the resources' one
+// declaration (src/resources).
 
-export type CatalogKind = 'tools' | 'agents' | 'guidelines' | 'guardrails' | 'runbooks';
+export type CatalogKind = CatalogTable;
+export type { SchemaName };
 
-export type EndpointName =
-  | 'runs.list'
-  | 'runs.get'
-  | 'runs.toolOptions'
-  | `${CatalogKind}.${'list' | 'get'}`;
-
-export type SchemaName =
-  | 'run-summary'
-  | 'run-detail'
-  | 'run-tool-option'
-  | 'tool'
-  | 'agent'
-  | 'guideline'
-  | 'guardrail'
-  | 'runbook';
+export type EndpointName = 'runs.list' | 'runs.get' | 'runs.toolOptions' | `${CatalogKind}.${'list' | 'get'}`;
 
 export interface EndpointInfo {
   scope: string;
   schema: SchemaName;
 }
 
-const CATALOG: Record<CatalogKind, { scope: string; schema: SchemaName }> = {
-  tools: { scope: 'api:tools:read', schema: 'tool' },
-  agents: { scope: 'api:agents:read', schema: 'agent' },
-  guidelines: { scope: 'api:guidelines:read', schema: 'guideline' },
-  guardrails: { scope: 'api:guardrails:read', schema: 'guardrail' },
-  runbooks: { scope: 'api:runbooks:read', schema: 'runbook' },
-};
-
-export const CATALOG_KINDS = Object.keys(CATALOG) as CatalogKind[];
+export const CATALOG_KINDS = CATALOG.map((r) => r.table) as CatalogKind[];
 
 export function endpointInfo(endpoint: EndpointName): EndpointInfo {
   switch (endpoint) {
     case 'runs.list':
-      return { scope: 'api:runs:read', schema: 'run-summary' };
+      return { scope: RUNS.scope, schema: 'run-summary' };
     case 'runs.get':
-      return { scope: 'api:runs:read', schema: 'run-detail' };
+      return { scope: RUNS.scope, schema: RUNS.schema };
     case 'runs.toolOptions':
-      return { scope: 'api:runs:read', schema: 'run-tool-option' };
+      return { scope: RUN_TOOL_OPTIONS.scope, schema: RUN_TOOL_OPTIONS.schema };
     default: {
-      const kind = endpoint.slice(0, endpoint.indexOf('.')) as CatalogKind;
-      return CATALOG[kind];
+      const table = endpoint.slice(0, endpoint.indexOf('.'));
+      const r = CATALOG.find((c) => c.table === table);
+      if (!r) throw new Error(`unknown endpoint ${endpoint}`);
+      return { scope: r.scope, schema: r.schema };
     }
   }
 }

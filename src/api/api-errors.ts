@@ -23,6 +23,8 @@ export abstract class ApiError extends Error {
   readonly status: number | null;
   readonly code: string | null;
   readonly requestId: string | null;
+  /** What went wrong, without the endpoint and status the message adds. */
+  readonly detail: string;
   attempts: number;
   /** Whether repeating the same request may succeed. */
   abstract readonly retriable: boolean;
@@ -34,6 +36,7 @@ export abstract class ApiError extends Error {
     this.status = info.status ?? null;
     this.code = info.code ?? null;
     this.requestId = info.requestId ?? null;
+    this.detail = detail;
     this.attempts = info.attempts ?? 1;
   }
 
@@ -52,7 +55,11 @@ export abstract class ApiError extends Error {
 }
 
 function describe(detail: string, info: ApiErrorInfo): string {
-  const parts = [info.status ? `HTTP ${info.status}` : null, info.code, info.requestId ? `request_id ${info.requestId}` : null];
+  const parts = [
+    info.status ? `HTTP ${info.status}` : null,
+    info.code,
+    info.requestId ? `request_id ${info.requestId}` : null,
+  ];
   const meta = parts.filter((p) => p !== null && p !== undefined).join(', ');
   return `${info.endpoint}: ${detail}${meta ? ` (${meta})` : ''}`;
 }
@@ -77,6 +84,24 @@ export class PermissionError extends ApiError {
 /** 400 / `invalid_request`, and any other 4xx the API does not describe. */
 export class InvalidRequestError extends ApiError {
   readonly retriable = false;
+}
+
+/**
+ * A page request carrying a cursor was refused (`invalid_request`, or `not_found`) although its
+ * filters were accepted for the first page: the API no longer takes that cursor (it expired, or
+ * the server forgot it). Paging can start over from the first page; the same request cannot succeed.
+ */
+export class CursorRefusedError extends InvalidRequestError {
+  constructor(
+    detail: string,
+    info: ApiErrorInfo,
+    /** The page of the listing that was asked for (2: the one after the first); null for a saved cursor. */
+    readonly page: number | null,
+    /** How long the cursor was held, from its page's answer to the refused request; null for a saved one. */
+    readonly heldMs: number | null,
+  ) {
+    super(detail, info);
+  }
 }
 
 /** A filter or page request that breaks the spec's limits; found before any request is made. */
@@ -130,7 +155,7 @@ export class PaginationError extends ApiError {
   readonly retriable = false;
 }
 
-/** A record that breaks a required field of its schema; it is reported and skipped. */
+/** A record that breaks a required field of its schema; it is kept aside with why, and skipped. */
 export class InvalidRecordError extends ApiError {
   readonly retriable = false;
   constructor(
@@ -138,6 +163,8 @@ export class InvalidRecordError extends ApiError {
     info: ApiErrorInfo,
     readonly problems: readonly string[],
     readonly recordId: string | null,
+    /** The record as it came. */
+    readonly record: unknown = null,
   ) {
     super(detail, info);
   }

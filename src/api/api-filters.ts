@@ -1,4 +1,4 @@
-import { formatTimestamp, parseTimestamp, type Micros } from '../util/timestamp.ts';
+import { formatTimestamp, type Micros, parseTimestamp } from '../util/timestamp.ts';
 import type { EndpointName } from './api-endpoints.ts';
 import { FilterError } from './api-errors.ts';
 
@@ -76,7 +76,11 @@ function checkValues(endpoint: EndpointName, values: readonly unknown[], rule: L
       throw new FilterError(rule.param, `"${v}" is not one of ${rule.allowed.join(', ')}`, endpoint);
     }
     if (rule.maxLength !== undefined && codePoints(v) > rule.maxLength) {
-      throw new FilterError(rule.param, `each value may have at most ${rule.maxLength} characters; one has ${codePoints(v)}`, endpoint);
+      throw new FilterError(
+        rule.param,
+        `each value may have at most ${rule.maxLength} characters; one has ${codePoints(v)}`,
+        endpoint,
+      );
     }
     if (rule.uuid && !UUID.test(v)) throw new FilterError(rule.param, `"${v}" is not a uuid`, endpoint);
     out.add(v);
@@ -121,8 +125,10 @@ const RUN_LISTS: [keyof RunListFilter, ListRule][] = [
 export function runListQueries(filter: RunListFilter, options: { split: boolean }): QueryPair[][] {
   const endpoint = 'runs.list';
   const fixed: QueryPair[] = [];
-  if (filter.createdAfter !== undefined) fixed.push(['created_after', timestampParam(endpoint, 'created_after', filter.createdAfter)]);
-  if (filter.createdBefore !== undefined) fixed.push(['created_before', timestampParam(endpoint, 'created_before', filter.createdBefore)]);
+  if (filter.createdAfter !== undefined)
+    fixed.push(['created_after', timestampParam(endpoint, 'created_after', filter.createdAfter)]);
+  if (filter.createdBefore !== undefined)
+    fixed.push(['created_before', timestampParam(endpoint, 'created_before', filter.createdBefore)]);
 
   const lists: { param: string; pieces: string[][] }[] = [];
   for (const [field, rule] of RUN_LISTS) {
@@ -153,7 +159,11 @@ export function runListQueries(filter: RunListFilter, options: { split: boolean 
   for (const [key, value] of Object.entries(filter.metadata ?? {})) {
     const param = `metadata.${key}`;
     if (!METADATA_KEY.test(key)) {
-      throw new FilterError(param, 'the key may contain only letters, digits, dots, underscores, dashes or colons', endpoint);
+      throw new FilterError(
+        param,
+        'the key may contain only letters, digits, dots, underscores, dashes or colons',
+        endpoint,
+      );
     }
     fixed.push([param, textParam(endpoint, param, value, 500)]);
   }
@@ -172,16 +182,21 @@ export function toolListQuery(filter: ToolListFilter): QueryPair[] {
   const endpoint = 'tools.list';
   const out: QueryPair[] = [];
   if (filter.type !== undefined) {
-    for (const v of checkValues(endpoint, filter.type, { param: 'type', allowed: TOOL_TYPE_FILTER })) out.push(['type', v]);
+    for (const v of checkValues(endpoint, filter.type, { param: 'type', allowed: TOOL_TYPE_FILTER }))
+      out.push(['type', v]);
   }
   if (filter.search !== undefined) out.push(['search', textParam(endpoint, 'search', filter.search)]);
-  for (const [field, param] of [['isWriteAction', 'is_write_action'], ['requiresApproval', 'requires_approval']] as const) {
+  for (const [field, param] of [
+    ['isWriteAction', 'is_write_action'],
+    ['requiresApproval', 'requires_approval'],
+  ] as const) {
     const v = filter[field];
     if (v === undefined) continue;
     if (typeof v !== 'boolean') throw new FilterError(param, 'must be true or false', endpoint);
     out.push([param, String(v)]);
   }
-  if (filter.integrationId !== undefined) out.push(['integration_id', textParam(endpoint, 'integration_id', filter.integrationId)]);
+  if (filter.integrationId !== undefined)
+    out.push(['integration_id', textParam(endpoint, 'integration_id', filter.integrationId)]);
   if (filter.mcpServerId !== undefined) {
     const v = textParam(endpoint, 'mcp_server_id', filter.mcpServerId);
     if (!UUID.test(v)) throw new FilterError('mcp_server_id', `"${v}" is not a uuid`, endpoint);
@@ -197,7 +212,12 @@ export function guardrailListQuery(filter: GuardrailListFilter): QueryPair[] {
 }
 
 /** `limit` and `cursor`, checked against the endpoint's page-size bounds. */
-export function pageQuery(endpoint: EndpointName, max: number, limit: number | undefined, cursor: string | null): QueryPair[] {
+export function pageQuery(
+  endpoint: EndpointName,
+  max: number,
+  limit: number | undefined,
+  cursor: string | null,
+): QueryPair[] {
   const out: QueryPair[] = [];
   if (limit !== undefined) {
     if (!Number.isInteger(limit) || limit < 1 || limit > max) {

@@ -1,7 +1,9 @@
 import { header, retryAfterMs } from '../budget/budget-headers.ts';
 import type { HeaderMap } from '../budget/budget-types.ts';
-import { endpointInfo, type EndpointName } from './api-endpoints.ts';
+import { type EndpointName, endpointInfo } from './api-endpoints.ts';
 import {
+  type ApiError,
+  type ApiErrorInfo,
   AuthError,
   InvalidRequestError,
   MalformedResponseError,
@@ -11,8 +13,6 @@ import {
   RateLimitedError,
   ServerError,
   TimeoutError,
-  type ApiError,
-  type ApiErrorInfo,
 } from './api-errors.ts';
 
 // The one place that decides what a response or a failed request means: success, fatal, retriable
@@ -98,7 +98,8 @@ function envelopeProblem(body: unknown, expect: Expect): string | null {
   const p = body.pagination;
   if (!isRecord(p)) return '`pagination` is missing';
   if (typeof p.has_more !== 'boolean') return '`pagination.has_more` is not a boolean';
-  if (p.next_cursor !== null && typeof p.next_cursor !== 'string') return '`pagination.next_cursor` is neither text nor null';
+  if (p.next_cursor !== null && typeof p.next_cursor !== 'string')
+    return '`pagination.next_cursor` is neither text nor null';
   return null;
 }
 
@@ -108,19 +109,30 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
     const e = outcome.error as { code?: unknown; message?: unknown } | null;
     const code = typeof e?.code === 'string' ? e.code : null;
     const text = ctx.redact(typeof e?.message === 'string' ? e.message : String(outcome.error));
-    const info: ApiErrorInfo = { ...base, status: outcome.status ?? null, requestId: outcome.requestId ?? null, cause: outcome.error };
+    const info: ApiErrorInfo = {
+      ...base,
+      status: outcome.status ?? null,
+      requestId: outcome.requestId ?? null,
+      cause: outcome.error,
+    };
     if (outcome.timedOut || (code !== null && TIMEOUT_CODES.has(code))) {
       return { action: 'retry', error: new TimeoutError(`timed out (${code ?? text})`, info), minDelayMs: 0 };
     }
-    return { action: 'retry', error: new NetworkError(`no usable response: ${code ? `${code} ` : ''}${text}`, info), minDelayMs: 0 };
+    return {
+      action: 'retry',
+      error: new NetworkError(`no usable response: ${code ? `${code} ` : ''}${text}`, info),
+      minDelayMs: 0,
+    };
   }
 
   const { status, headers } = outcome;
   const parsed = parseJson(outcome.body);
-  const errorObj = isRecord(parsed) && isRecord(parsed.error) && typeof parsed.error.code === 'string' ? parsed.error : null;
+  const errorObj =
+    isRecord(parsed) && isRecord(parsed.error) && typeof parsed.error.code === 'string' ? parsed.error : null;
   const code = errorObj ? (errorObj.code as string) : null;
   const requestId =
-    (errorObj && typeof errorObj.request_id === 'string' ? errorObj.request_id : null) ?? header(headers, 'x-request-id');
+    (errorObj && typeof errorObj.request_id === 'string' ? errorObj.request_id : null) ??
+    header(headers, 'x-request-id');
   const info: ApiErrorInfo = { ...base, status, code, requestId };
 
   if (status >= 200 && status < 300 && errorObj === null) {
@@ -140,7 +152,10 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
       return { action: 'fatal', error: new AuthError(`the API key was refused: ${detail}`, info) };
     case 'permission': {
       const scope = SCOPE_IN_TEXT.exec(serverText ?? '')?.[0] ?? endpointInfo(ctx.endpoint).scope;
-      return { action: 'fatal', error: new PermissionError(`the API key lacks the scope ${scope}: ${detail}`, info, scope) };
+      return {
+        action: 'fatal',
+        error: new PermissionError(`the API key lacks the scope ${scope}: ${detail}`, info, scope),
+      };
     }
     case 'not_found':
       return { action: 'fatal', error: new NotFoundError(detail, info) };
@@ -158,7 +173,11 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
       return { action: 'retry', error: new ServerError(detail, info), minDelayMs };
     }
     case 'malformed':
-      return { action: 'retry', error: new MalformedResponseError(`unexpected error body: ${detail}`, info), minDelayMs: 0 };
+      return {
+        action: 'retry',
+        error: new MalformedResponseError(`unexpected error body: ${detail}`, info),
+        minDelayMs: 0,
+      };
   }
 }
 

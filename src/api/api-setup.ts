@@ -23,7 +23,8 @@ export interface ApiSetup {
 
 export function createApiClient(config: RunsyncConfig, setup: ApiSetup): ApiClient {
   const api = config.api;
-  if (api === null) throw new ConfigError('RUNSYNC_API_URL', 'is not set; give the API address, e.g. https://support.example.com');
+  if (api === null)
+    throw new ConfigError('RUNSYNC_API_URL', 'is not set; give the API address, e.g. https://support.example.com');
   const budget =
     setup.budget ??
     new SharedRateBudget({

@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import { header } from '../budget/budget-headers.ts';
 import type { BudgetClock, HeaderMap, RateBudget } from '../budget/budget-types.ts';
-import { redactText, type Logger } from '../util/logger.ts';
+import { type Logger, redactText } from '../util/logger.ts';
 import type { EndpointName } from './api-endpoints.ts';
 import { encodeQuery, type QueryPair } from './api-filters.ts';
 import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy } from './api-retry.ts';

@@ -2,7 +2,7 @@
 /* eslint-disable */
 
 /**
- * Items of GET /api/v1/runs. Spec: "The list response omits conversation messages and execution steps."
+ * Items of GET /api/v1/runs.
  */
 
 export interface RunSummary {
@@ -14,7 +14,7 @@ export interface RunSummary {
   created_at: string;
   updated_at: string;
   /**
-   * Filter values: completed, running, failed, cancelled, paused. Not an enum here, so new values validate.
+   * Filter values: completed, running, failed, cancelled, paused; not an enum, so new ones validate.
    */
   status: string | null;
   /**
@@ -75,7 +75,7 @@ export interface Category {
 
 export interface Resolution {
   /**
-   * Documented filter values: deflected, resolved, escalated, pending. Not an enum here, so new values validate.
+   * Filter values: deflected, resolved, escalated, pending. Not an enum, so new values validate.
    */
   type: string;
   summary: string;
@@ -117,7 +117,7 @@ export interface Approval {
   [k: string]: unknown;
 }
 /**
- * Spec: "`step_id`, `tool_id`, `tool_name`, `tool_type` (strings, nullable), `params` (any JSON, nullable, redacted and truncated), `redacted` boolean, `truncated` boolean".
+ * The tool call awaiting approval; members and types as the spec lists them.
  */
 
 export interface PendingApproval {
@@ -137,7 +137,7 @@ export interface PendingApproval {
 }
 
 /**
- * `data` of GET /api/v1/runs/{run_id}: all summary fields, with a richer `agent` and `trigger`, plus `conversation`, `steps` and `evaluation_attributes`.
+ * `data` of GET /api/v1/runs/{run_id}: a summary with richer `agent` and `trigger`, plus three arrays.
  */
 
 export interface RunDetail {
@@ -149,7 +149,7 @@ export interface RunDetail {
   created_at: string;
   updated_at: string;
   /**
-   * Filter values: completed, running, failed, cancelled, paused. Not an enum here, so new values validate.
+   * Filter values: completed, running, failed, cancelled, paused; not an enum, so new ones validate.
    */
   status: string | null;
   /**
@@ -159,7 +159,7 @@ export interface RunDetail {
   duration_seconds: number;
   ticket: Ticket;
   /**
-   * Spec: "`id` uuid, `name`, `description` (strings)". Nullable by deliberate choice: null when the run has no agent.
+   * Spec: "`id` uuid, `name`, `description` (strings)". Null by choice when the run has no agent.
    */
   agent: {
     id: string;
@@ -333,7 +333,7 @@ export interface RunToolOption {
 }
 
 /**
- * Catalog tool (GET /api/v1/tools, /api/v1/tools/{tool_id}). Spec: which of `service`, `app`, `custom`, `mcp` are present for which tool type is not shown, so none is required and each may be null.
+ * Catalog tool (GET /api/v1/tools, /api/v1/tools/{tool_id}); each sub-object optional and nullable.
  */
 
 export interface Tool {
@@ -517,7 +517,7 @@ export interface Guardrail {
 }
 
 /**
- * Runbook (GET /api/v1/runbooks, /api/v1/runbooks/{runbook_id}). Spec: "published, non-deleted only".
+ * Runbook (GET /api/v1/runbooks, /api/v1/runbooks/{runbook_id}).
  */
 
 export interface Runbook {
@@ -557,7 +557,7 @@ export interface Runbook {
 export interface ErrorBody {
   error: {
     /**
-     * Known codes: invalid_request (400), unauthenticated (401), permission_denied (403), rate_limited (429), internal_error (500), not_found (status not shown). Not an enum here.
+     * Not an enum; `examples` holds the known codes (statuses 400, 401, 403, 429, 500, not shown).
      */
     code: string;
     message: string;

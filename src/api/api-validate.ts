@@ -51,9 +51,10 @@ function relax(node: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(node)) {
     if (LENIENT_DROPS.has(k)) continue;
-    out[k] = SCHEMA_MAPS.has(k) && v && typeof v === 'object'
-      ? Object.fromEntries(Object.entries(v).map(([name, s]) => [name, relax(s)]))
-      : relax(v);
+    out[k] =
+      SCHEMA_MAPS.has(k) && v && typeof v === 'object'
+        ? Object.fromEntries(Object.entries(v).map(([name, s]) => [name, relax(s)]))
+        : relax(v);
   }
   return out;
 }
@@ -61,7 +62,8 @@ function relax(node: unknown): unknown {
 export function createRecordValidator(mode: ValidationMode = 'lenient'): RecordValidator {
   const ajv = new Ajv({ strict: false, allErrors: true });
   addFormats(ajv);
-  for (const schema of [common, ...Object.values(SCHEMAS)]) ajv.addSchema(mode === 'strict' ? schema : (relax(schema) as object));
+  for (const schema of [common, ...Object.values(SCHEMAS)])
+    ajv.addSchema(mode === 'strict' ? schema : (relax(schema) as object));
   const cache = new Map<SchemaName, ValidateFunction>();
   const compiled = (name: SchemaName): ValidateFunction => {
     let v = cache.get(name);
@@ -82,7 +84,8 @@ export function createRecordValidator(mode: ValidationMode = 'lenient'): RecordV
       if (mode === 'lenient' && record && typeof record === 'object') {
         for (const field of TIMESTAMPS) {
           const v = (record as Record<string, unknown>)[field];
-          if (typeof v === 'string' && parseTimestamp(v) === null) problems.push(`/${field} is not an RFC 3339 date-time`);
+          if (typeof v === 'string' && parseTimestamp(v) === null)
+            problems.push(`/${field} is not an RFC 3339 date-time`);
         }
       }
       return problems;

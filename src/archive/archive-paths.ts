@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { RESOURCES } from '../resources/registry.ts';
+import type { ArchiveName } from '../resources/resource-types.ts';
 import type { Micros } from '../util/timestamp.ts';
 
 // Where raw payloads live: <warehouse>/raw/<endpoint>/<YYYY-MM-DD>/<time>-<pid>-<random>.parquet.
@@ -9,8 +11,8 @@ import type { Micros } from '../util/timestamp.ts';
 // never from the API, so no id, however hostile, can steer a path. Day and name come from when
 // the file was written (UTC), so names sort in the order the loads committed.
 
-export const ARCHIVE_ENDPOINTS = ['runs', 'tools', 'agents', 'guidelines', 'guardrails', 'runbooks', 'tool-options'] as const;
-export type ArchiveEndpoint = (typeof ARCHIVE_ENDPOINTS)[number];
+export type ArchiveEndpoint = ArchiveName;
+export const ARCHIVE_ENDPOINTS: readonly ArchiveEndpoint[] = RESOURCES.map((r) => r.archive);
 
 export const RAW_DIR = 'raw';
 const DAY = /^\d{4}-\d{2}-\d{2}$/;
@@ -25,11 +27,17 @@ export function isArchiveEndpoint(name: string): name is ArchiveEndpoint {
 }
 
 /** A new file's directory and name, for a file written at `at`. */
-export function newArchivePath(warehouseDir: string, endpoint: ArchiveEndpoint, at: Micros): { dir: string; name: string } {
+export function newArchivePath(
+  warehouseDir: string,
+  endpoint: ArchiveEndpoint,
+  at: Micros,
+): { dir: string; name: string } {
   if (!isArchiveEndpoint(endpoint)) throw new Error(`not an archive endpoint: ${String(endpoint)}`);
   const iso = new Date(Math.floor(at / 1000)).toISOString(); // YYYY-MM-DDTHH:MM:SS.mmmZ
   const micros = String(((at % 1_000_000) + 1_000_000) % 1_000_000).padStart(6, '0');
-  const stamp = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}T${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}${micros}Z`;
+  const date = `${iso.slice(0, 4)}${iso.slice(5, 7)}${iso.slice(8, 10)}`;
+  const time = `${iso.slice(11, 13)}${iso.slice(14, 16)}${iso.slice(17, 19)}`;
+  const stamp = `${date}T${time}${micros}Z`;
   return {
     dir: join(rawDir(warehouseDir), endpoint, iso.slice(0, 10)),
     name: `${stamp}-${process.pid}-${randomBytes(4).toString('hex')}.parquet`,

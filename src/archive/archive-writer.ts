@@ -1,11 +1,11 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { Writable } from 'node:stream';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import parquet, { type ParquetWriter } from 'parquetjs-lite';
 import type { Micros } from '../util/timestamp.ts';
 import { ARCHIVE_CODEC, registerArchiveCodec } from './archive-codec.ts';
-import { newArchivePath, type ArchiveEndpoint } from './archive-paths.ts';
+import { type ArchiveEndpoint, newArchivePath } from './archive-paths.ts';
 
 // One archive file, written by parquetjs-lite as a stream: rows go out a row group at a time, so
 // a batch of any size holds only a row group in memory. The file is written under a hidden name
@@ -93,6 +93,11 @@ export class ArchiveWriter {
 
   get rows(): number {
     return this.seq;
+  }
+
+  /** A note in the file's footer (Parquet key-value metadata), read without reading the rows. */
+  note(key: string, value: string): void {
+    this.writer.setMetadata(key, value);
   }
 
   async append(record: ArchiveRecord): Promise<void> {

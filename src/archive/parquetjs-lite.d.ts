@@ -28,7 +28,11 @@ declare module 'parquetjs-lite' {
 
   export class ParquetWriter {
     static openFile(schema: ParquetSchema, path: string, options?: WriterOptions): Promise<ParquetWriter>;
-    static openStream(schema: ParquetSchema, stream: import('node:stream').Writable, options?: WriterOptions): Promise<ParquetWriter>;
+    static openStream(
+      schema: ParquetSchema,
+      stream: import('node:stream').Writable,
+      options?: WriterOptions,
+    ): Promise<ParquetWriter>;
     appendRow(row: Record<string, unknown>): Promise<void>;
     close(): Promise<void>;
     setMetadata(key: string, value: string): void;
@@ -55,7 +59,10 @@ declare module 'parquetjs-lite' {
 }
 
 declare module 'parquetjs-lite/lib/compression.js' {
-  export const PARQUET_COMPRESSION_METHODS: Record<string, { deflate(value: Buffer): Buffer; inflate(value: Buffer): Buffer }>;
+  export const PARQUET_COMPRESSION_METHODS: Record<
+    string,
+    { deflate(value: Buffer): Buffer; inflate(value: Buffer): Buffer }
+  >;
 }
 
 declare module 'parquetjs-lite/lib/types.js' {

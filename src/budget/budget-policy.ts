@@ -147,7 +147,15 @@ export function learn(s: BudgetState, obs: RateObservation, limited: boolean, en
   if (ownBucket(s, endpoint, obs.limit)) return learnEndpoint(s, endpoint, obs as RateObservation & { limit: number });
   const newBucket = obs.limit !== null && s.limit !== null && obs.limit !== s.limit;
   const next: BudgetState = newBucket
-    ? { ...s, limit: obs.limit, windowMs: null, windowHintMs: null, resetAtMs: null, remaining: null, grantedInWindow: 0 }
+    ? {
+        ...s,
+        limit: obs.limit,
+        windowMs: null,
+        windowHintMs: null,
+        resetAtMs: null,
+        remaining: null,
+        grantedInWindow: 0,
+      }
     : { ...s, limit: obs.limit ?? s.limit };
 
   if (obs.resetAtMs !== null) {

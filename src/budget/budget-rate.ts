@@ -4,14 +4,7 @@ import { systemClock } from './budget-clock.ts';
 import { readRateHeaders } from './budget-headers.ts';
 import { MemoryBudgetStore } from './budget-memory-store.ts';
 import { learn, pacedRate, pauseUntil, takeEndpointSlot, takeSlot } from './budget-policy.ts';
-import type {
-  BudgetClock,
-  BudgetPolicy,
-  BudgetSnapshot,
-  BudgetStore,
-  HeaderMap,
-  RateBudget,
-} from './budget-types.ts';
+import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, HeaderMap, RateBudget } from './budget-types.ts';
 
 export interface RateBudgetOptions {
   /** Where the state lives; default: this process's memory. */
@@ -72,7 +65,8 @@ export class SharedRateBudget implements RateBudget {
         if (state.pausedUntilMs > woke) continue;
         // The endpoint's own bucket was learned, or a pause came, after we took our turn in it:
         // take a turn again, or every caller held here would start in one bunch.
-        if (state.endpoints[endpoint] !== undefined && (own === null || state.pausedUntilMs > own.pausedUntilMs)) continue;
+        if (state.endpoints[endpoint] !== undefined && (own === null || state.pausedUntilMs > own.pausedUntilMs))
+          continue;
         // Woken so late (a stalled event loop) that the start would land in a window it was not
         // counted in: count it again rather than crowd that window. Bounded, so a slow process
         // still makes progress.
@@ -92,10 +86,15 @@ export class SharedRateBudget implements RateBudget {
       const ownChanged = own !== undefined && own.limit !== s.endpoints[endpoint]?.limit;
       return {
         state,
-        result: state.limit !== s.limit ? { rate: pacedRate(state, this.policy), own: false } : ownChanged ? { rate: null, own: true } : undefined,
+        result:
+          state.limit !== s.limit
+            ? { rate: pacedRate(state, this.policy), own: false }
+            : ownChanged
+              ? { rate: null, own: true }
+              : undefined,
       };
     });
-    if (change?.own) this.logger.debug({ endpoint, limit: obs.limit }, 'learned a rate limit of the endpoint\'s own');
+    if (change?.own) this.logger.debug({ endpoint, limit: obs.limit }, "learned a rate limit of the endpoint's own");
     else if (change) this.logger.debug({ endpoint, limit: obs.limit, rate: change.rate }, 'learned the rate limit');
   }
 

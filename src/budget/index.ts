@@ -1,18 +1,6 @@
-export type {
-  BudgetClock,
-  BudgetPolicy,
-  BudgetSnapshot,
-  BudgetState,
-  BudgetStore,
-  EndpointBucket,
-  HeaderMap,
-  RateBudget,
-  RateObservation,
-} from './budget-types.ts';
-export { SharedRateBudget, DEFAULT_RESERVE, type RateBudgetOptions } from './budget-rate.ts';
-export { MemoryBudgetStore } from './budget-memory-store.ts';
 export { systemClock } from './budget-clock.ts';
-export { readRateHeaders, retryAfterMs, resetToMs } from './budget-headers.ts';
+export { readRateHeaders, resetToMs, retryAfterMs } from './budget-headers.ts';
+export { MemoryBudgetStore } from './budget-memory-store.ts';
 export type { EndpointSlot, Slot } from './budget-policy.ts';
 export {
   initialBudgetState,
@@ -24,3 +12,15 @@ export {
   takeEndpointSlot,
   takeSlot,
 } from './budget-policy.ts';
+export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './budget-rate.ts';
+export type {
+  BudgetClock,
+  BudgetPolicy,
+  BudgetSnapshot,
+  BudgetState,
+  BudgetStore,
+  EndpointBucket,
+  HeaderMap,
+  RateBudget,
+  RateObservation,
+} from './budget-types.ts';

@@ -1,6 +1,9 @@
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
-import { EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError, type CliContext } from './cli-context.ts';
+import { ConfigError } from '../config/index.ts';
+import { limitHeapGrowth } from '../util/heap-growth.ts';
+import { DEFAULT_GRACE_MS, shutdownGraceMs } from '../worker/worker-config.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './cli-context.ts';
 import { backfillCommand } from './commands/backfill.ts';
 import { demoCommand } from './commands/demo.ts';
 import { exportCommand } from './commands/export.ts';
@@ -11,15 +14,22 @@ import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { snapshotCommand, syncCommand } from './commands/sync.ts';
 import { workerCommand } from './commands/worker.ts';
-import { ConfigError } from '../config/index.ts';
-import { limitHeapGrowth } from '../util/heap-growth.ts';
+import { allSettingsHelp, COMMAND_SETTINGS, envHelp, packageVersion } from './env-help.ts';
+import { handleStopSignals, type StopHandling } from './stop-signals.ts';
 
 export function buildProgram(ctx: CliContext, setExit: (code: number) => void): Command {
   const program = new Command('runsync')
     .description('Keeps a DuckDB + Parquet warehouse in step with the Export API of an AI support-agent platform.')
+    .version(packageVersion(), '-V, --version', 'print the version')
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({ writeOut: (s) => ctx.out(s.trimEnd()), writeErr: (s) => ctx.err(s.trimEnd()) });
-  const add = (cmd: Command) => program.addCommand(cmd);
+  const add = (cmd: Command) => {
+    const settings = COMMAND_SETTINGS[cmd.name()];
+    if (settings?.length) cmd.addHelpText('after', envHelp(settings));
+    // addCommand, unlike command(), does not pass the output settings on.
+    cmd.configureOutput(program.configureOutput());
+    program.addCommand(cmd);
+  };
 
   add(demoCommand(ctx, setExit));
   add(syncCommand(ctx, setExit));
@@ -32,6 +42,7 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
   add(simulateCommand(ctx, setExit));
   add(queryCommand(ctx, setExit));
   add(reportCommand(ctx, setExit));
+  program.addHelpText('after', allSettingsHelp());
   return program;
 }
 
@@ -45,9 +56,9 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     isTty: Boolean(process.stdout.isTTY),
     ...partial,
   };
-  const onSignal = () => controller.abort();
   // The warehouse, the raw archive, Parquet files, staged details and reports hold an
-  // organization's conversations: everything runsync creates is for its owner alone.
+  // organization's conversations: everything runsync creates is for its owner alone, but for the
+  // Parquet tree, analytics.duckdb and the report, which RUNSYNC_SHARE_GROUP may open to a group.
   process.umask(0o077);
   if (!partial.out) {
     limitHeapGrowth();
@@ -56,9 +67,16 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
       if (e.code === 'EPIPE') process.exit(process.exitCode ?? 0);
     });
   }
+  let stops: StopHandling | null = null;
   if (!partial.signal) {
-    process.once('SIGINT', onSignal);
-    process.once('SIGTERM', onSignal);
+    stops = handleStopSignals({
+      controller,
+      graceMs: graceOf(ctx.env),
+      env: ctx.env,
+      notice: ctx.err,
+      exit: (c) => process.exit(c),
+      lateExitCode: EXIT_FAILED,
+    });
   }
   let code = EXIT_OK;
   const program = buildProgram(ctx, (c) => {
@@ -75,7 +93,8 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     return code;
   } catch (e) {
     if (e instanceof CommanderError) {
-      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.help' || e.code === 'commander.version') return EXIT_OK;
+      if (e.code === 'commander.helpDisplayed' || e.code === 'commander.help' || e.code === 'commander.version')
+        return EXIT_OK;
       return EXIT_USAGE;
     }
     if (e instanceof UsageError || e instanceof InvalidArgumentError || e instanceof ConfigError) {
@@ -85,8 +104,19 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     ctx.err(`runsync: ${(e as Error).message}`);
     return EXIT_FAILED;
   } finally {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
+    stops?.dispose();
+    // Stopped on a signal: what the command had open is closed; whatever else still holds the
+    // event loop (a socket to an unreachable Redis, a timer in a library) must not keep it alive.
+    if (stops?.requested) setTimeout(() => process.exit(), 200).unref();
+  }
+}
+
+/** RUNSYNC_SHUTDOWN_GRACE, or its default when it is unreadable (the command itself says so). */
+function graceOf(env: NodeJS.ProcessEnv): number {
+  try {
+    return shutdownGraceMs(env);
+  } catch {
+    return DEFAULT_GRACE_MS;
   }
 }
 

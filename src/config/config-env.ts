@@ -1,9 +1,11 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_RESERVE } from '../budget/budget-rate.ts';
+import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
-import { parseDuration, parseTimestamp, type Micros } from '../util/timestamp.ts';
+import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import { ConfigError } from './config-error.ts';
+import { shareGroup } from './config-share.ts';
 import { apiBaseUrl } from './config-url.ts';
 
 // runsync's settings, read from the environment once at start into a frozen object. Anything wrong
@@ -19,6 +21,8 @@ export interface ApiConfig {
   readonly key: string;
   /** Hosts the operator allowed over plain http (RUNSYNC_ALLOW_HTTP). */
   readonly httpHosts: readonly string[];
+  /** The setting the key came from, for messages about the key. */
+  readonly keySetting: 'RUNSYNC_API_KEY' | 'RUNSYNC_API_KEY_FILE';
 }
 
 export interface RunsyncConfig {
@@ -34,7 +38,13 @@ export interface RunsyncConfig {
   /** RUNSYNC_RATE_RESERVE: share of the key's budget left to its other users. */
   readonly rateReserve: number;
   readonly redisUrl: string | null;
+  /** RUNSYNC_SCHEMA_EVOLUTION: new API members become columns (on), or stay in the raw archive only. */
+  readonly schemaEvolution: boolean;
   readonly logLevel: (typeof LOG_LEVELS)[number];
+  /** RUNSYNC_PROGRESS_EVERY: how often long work logs a progress line; null: never. */
+  readonly progressEveryMs: number | null;
+  /** RUNSYNC_SHARE_GROUP: the group that may read the Parquet tree and analytics.duckdb; null: owner only. */
+  readonly share: ShareGroup | null;
   /** Values no log line may show. */
   readonly secrets: readonly string[];
 }
@@ -53,14 +63,19 @@ function setting(env: Env, name: string): string | null {
   return v === undefined || v.trim() === '' ? null : v.trim();
 }
 
-function readKey(env: Env, readFile: (path: string) => string): string | null {
+interface KeyRead {
+  key: string;
+  setting: ApiConfig['keySetting'];
+}
+
+function readKey(env: Env, readFile: (path: string) => string): KeyRead | null {
   const direct = env.RUNSYNC_API_KEY;
   const file = setting(env, 'RUNSYNC_API_KEY_FILE');
   if (direct !== undefined && direct !== '' && file !== null) {
     throw new ConfigError('RUNSYNC_API_KEY', 'is set together with RUNSYNC_API_KEY_FILE; set only one');
   }
   let key: string;
-  let name: string;
+  let name: ApiConfig['keySetting'];
   if (file !== null) {
     name = 'RUNSYNC_API_KEY_FILE';
     try {
@@ -82,14 +97,29 @@ function readKey(env: Env, readFile: (path: string) => string): string | null {
   if (!key.startsWith(KEY_PREFIX) || key.length === KEY_PREFIX.length) {
     throw new ConfigError(name, `the key must start with ${KEY_PREFIX} (an Export API key)`);
   }
-  return key;
+  return { key, setting: name };
+}
+
+/** RUNSYNC_PROGRESS_EVERY in milliseconds; null: off. */
+export function progressEvery(env: Env): number | null {
+  const raw = setting(env, 'RUNSYNC_PROGRESS_EVERY');
+  if (raw === null) return 10_000;
+  if (raw.toLowerCase() === 'off') return null;
+  const us = parseDuration(raw);
+  if (us === null || us < 100_000)
+    throw new ConfigError(
+      'RUNSYNC_PROGRESS_EVERY',
+      `must be a duration of at least 100ms, such as 10s, or off; got "${raw}"`,
+    );
+  return Math.round(us / 1000);
 }
 
 function duration(env: Env, name: string, fallback: Micros): Micros {
   const raw = setting(env, name);
   if (raw === null) return fallback;
   const us = parseDuration(raw);
-  if (us === null || us <= 0) throw new ConfigError(name, `must be a positive duration such as 15m, 2h or 30d; got "${raw}"`);
+  if (us === null || us <= 0)
+    throw new ConfigError(name, `must be a positive duration such as 15m, 2h or 30d; got "${raw}"`);
   return us;
 }
 
@@ -98,7 +128,10 @@ function startDate(env: Env): Micros | null {
   if (raw === null) return null;
   const us = parseTimestamp(/^\d{4}-\d{2}-\d{2}$/.test(raw) ? `${raw}T00:00:00Z` : raw);
   if (us === null) {
-    throw new ConfigError('RUNSYNC_START_DATE', `must be an ISO date-time such as 2026-01-01T00:00:00Z or a date; got "${raw}"`);
+    throw new ConfigError(
+      'RUNSYNC_START_DATE',
+      `must be an ISO date-time such as 2026-01-01T00:00:00Z or a date; got "${raw}"`,
+    );
   }
   return us;
 }
@@ -113,12 +146,24 @@ function positiveNumber(env: Env, name: string): number | null {
   return n;
 }
 
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const raw = setting(env, name)?.toLowerCase() ?? null;
+  if (raw === null) return fallback;
+  if (['on', 'true', '1', 'yes'].includes(raw)) return true;
+  if (['off', 'false', '0', 'no'].includes(raw)) return false;
+  throw new ConfigError(name, `must be on or off; got "${raw}"`);
+}
+
 function reserve(env: Env): number {
   const raw = setting(env, 'RUNSYNC_RATE_RESERVE');
   if (raw === null) return DEFAULT_RESERVE;
   const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(raw);
   const n = m ? Number(m[1]) / (m[2] ? 100 : 1) : NaN;
-  if (!(n >= 0 && n < 1)) throw new ConfigError('RUNSYNC_RATE_RESERVE', `must be a share from 0 to below 1, or a percentage such as 10%; got "${raw}"`);
+  if (!(n >= 0 && n < 1))
+    throw new ConfigError(
+      'RUNSYNC_RATE_RESERVE',
+      `must be a share from 0 to below 1, or a percentage such as 10%; got "${raw}"`,
+    );
   return n;
 }
 
@@ -150,14 +195,23 @@ function logLevel(env: Env): RunsyncConfig['logLevel'] {
 export function loadConfig(env: Env = process.env, options: LoadConfigOptions = {}): RunsyncConfig {
   const readFile = options.readFile ?? ((p: string) => readFileSync(p, 'utf8'));
   const rawUrl = setting(env, 'RUNSYNC_API_URL');
-  const key = readKey(env, readFile);
+  const read = readKey(env, readFile);
+  const key = read?.key ?? null;
   let api: ApiConfig | null = null;
   if (options.needApi !== false || rawUrl !== null || key !== null) {
-    if (rawUrl === null) throw new ConfigError('RUNSYNC_API_URL', 'is not set; give the API address, e.g. https://support.example.com');
-    const httpHosts = (setting(env, 'RUNSYNC_ALLOW_HTTP') ?? '').split(',').map((h) => h.trim().toLowerCase()).filter(Boolean);
+    if (rawUrl === null)
+      throw new ConfigError('RUNSYNC_API_URL', 'is not set; give the API address, e.g. https://support.example.com');
+    const httpHosts = (setting(env, 'RUNSYNC_ALLOW_HTTP') ?? '')
+      .split(',')
+      .map((h) => h.trim().toLowerCase())
+      .filter(Boolean);
     const baseUrl = apiBaseUrl(rawUrl, 'RUNSYNC_API_URL', httpHosts);
-    if (key === null) throw new ConfigError('RUNSYNC_API_KEY', 'is not set (nor RUNSYNC_API_KEY_FILE); give the Export API key');
-    api = Object.defineProperty({ baseUrl, httpHosts }, 'key', { value: key, enumerable: false }) as unknown as ApiConfig;
+    if (read === null)
+      throw new ConfigError('RUNSYNC_API_KEY', 'is not set (nor RUNSYNC_API_KEY_FILE); give the Export API key');
+    api = Object.defineProperty({ baseUrl, httpHosts, keySetting: read.setting }, 'key', {
+      value: read.key,
+      enumerable: false,
+    }) as unknown as ApiConfig;
     Object.freeze(api);
   }
   const rateReserve = reserve(env);
@@ -171,9 +225,14 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     rateLimit: positiveNumber(env, 'RUNSYNC_RATE_LIMIT'),
     rateReserve,
     redisUrl: redis,
+    schemaEvolution: onOff(env, 'RUNSYNC_SCHEMA_EVOLUTION', true),
     logLevel: logLevel(env),
+    progressEveryMs: progressEvery(env),
+    share: shareGroup(env),
   };
-  const secrets = [key, redis === null ? null : redisPassword(redis)].filter((s): s is string => s !== null && s !== '');
+  const secrets = [key, redis === null ? null : redisPassword(redis)].filter(
+    (s): s is string => s !== null && s !== '',
+  );
   // Not enumerable, like the key itself: a config written out or logged shows neither.
   Object.defineProperty(config, 'secrets', { value: Object.freeze(secrets), enumerable: false });
   return Object.freeze(config) as RunsyncConfig;
@@ -185,6 +244,9 @@ function redisPassword(raw: string): string | null {
 }
 
 /** A logger at the configured level that never writes the API key. */
-export function configuredLogger(config: RunsyncConfig, options: Omit<LoggerOptions, 'level' | 'secrets'> = {}): Logger {
+export function configuredLogger(
+  config: RunsyncConfig,
+  options: Omit<LoggerOptions, 'level' | 'secrets'> = {},
+): Logger {
   return createLogger({ ...options, level: config.logLevel, secrets: config.secrets });
 }

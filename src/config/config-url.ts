@@ -15,7 +15,7 @@ export function isLoopbackHost(hostname: string): boolean {
     if (host === '::1') return true;
     // IPv4-mapped loopback, as WHATWG URL writes it: ::ffff:7f00:1 is ::ffff:127.0.0.1.
     const mapped = /^::ffff:([0-9a-f]{1,4}):[0-9a-f]{1,4}$/.exec(host);
-    return mapped !== null && (parseInt(mapped[1] as string, 16) >> 8) === 127;
+    return mapped !== null && parseInt(mapped[1] as string, 16) >> 8 === 127;
   }
   return false;
 }
@@ -39,7 +39,10 @@ export function apiBaseUrl(raw: string, setting = 'RUNSYNC_API_URL', httpHosts: 
     throw new ConfigError(setting, `must be an https URL; got ${url.protocol.replace(':', '')}`);
   }
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !httpHosts.includes(url.hostname.toLowerCase())) {
-    throw new ConfigError(setting, `must use https (plain http is allowed only for localhost, or a host named in RUNSYNC_ALLOW_HTTP); got http://${url.host}`);
+    throw new ConfigError(
+      setting,
+      `must use https (plain http is allowed only for localhost, or a host named in RUNSYNC_ALLOW_HTTP); got http://${url.host}`,
+    );
   }
   if (url.search || url.hash) throw new ConfigError(setting, 'must not have a query string or fragment');
   let path = url.pathname.replace(/\/+$/, '');

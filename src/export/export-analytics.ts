@@ -2,22 +2,27 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { DuckDBInstance, type DuckDBConnection } from '@duckdb/node-api';
+import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
+import { shareFile } from '../util/file-share.ts';
 import { defaultMigrationsDir } from '../warehouse/warehouse-migrate.ts';
 import { quoteIdent, quoteLiteral, sqlRunner, tableColumns } from '../warehouse/warehouse-sql.ts';
 import { ANALYTICS_FILE, type SqlRunner, type Warehouse } from '../warehouse/warehouse-types.ts';
-import { ALL_EXPORT_TABLES, DATA_FILE, type ExportTable } from './export-tables.ts';
+import { DATA_FILE, type ExportTable } from './export-tables.ts';
 
 // warehouse/analytics.duckdb: only views over the Parquet tree, under the warehouse's table names
 // and with its column order, for anyone who wants to query while a sync runs. The writer never
 // opens it: each export builds a new one beside it and renames it into place, so a reader holding
 // the old one is not disturbed and the next opener gets the new views. Paths are absolute.
 
-export async function writeAnalyticsViews(wh: Warehouse, parquetRoot: string): Promise<string> {
+export async function writeAnalyticsViews(
+  wh: Warehouse,
+  parquetRoot: string,
+  tables: readonly ExportTable[],
+): Promise<string> {
   const target = join(wh.dir, ANALYTICS_FILE);
   const tmp = join(wh.dir, `.${ANALYTICS_FILE}.${process.pid}-${randomBytes(4).toString('hex')}.tmp`);
   const views: string[] = [];
-  for (const t of ALL_EXPORT_TABLES) views.push(await viewSql(wh, t, parquetRoot));
+  for (const t of tables) views.push(await viewSql(wh, t, parquetRoot));
   const instance = await DuckDBInstance.create(tmp);
   try {
     const conn = await instance.connect();
@@ -37,6 +42,7 @@ export async function writeAnalyticsViews(wh: Warehouse, parquetRoot: string): P
   }
   instance.closeSync();
   await rm(`${tmp}.wal`, { force: true });
+  await shareFile(tmp, wh.share);
   await rename(tmp, target);
   return target;
 }
@@ -47,7 +53,8 @@ async function viewSql(db: SqlRunner, t: ExportTable, root: string): Promise<str
   const dir = join(root, t.name);
   if (await hasFiles(dir, t.partitioned)) {
     const source = t.partitioned
-      ? `read_parquet(${quoteLiteral(join(dir, '*', '*.parquet'))}, hive_partitioning = true, hive_types = {'created_date': DATE})`
+      ? `read_parquet(${quoteLiteral(join(dir, '*', '*.parquet'))}, hive_partitioning = true,
+           hive_types = {'created_date': DATE}, union_by_name = true)`
       : `read_parquet(${quoteLiteral(join(dir, DATA_FILE))})`;
     return `CREATE OR REPLACE VIEW ${quoteIdent(t.name)} AS SELECT ${list} FROM ${source}`;
   }
@@ -76,7 +83,10 @@ async function addReadyMadeViews(wh: Warehouse, conn: DuckDBConnection): Promise
       try {
         await (await statements.prepare(i)).run();
       } catch (e) {
-        wh.logger.warn({ file: f, statement: i + 1, err: (e as Error).message }, 'a ready-made view could not be created in analytics.duckdb');
+        wh.logger.warn(
+          { file: f, statement: i + 1, err: (e as Error).message },
+          'a ready-made view could not be created in analytics.duckdb',
+        );
       }
     }
   }

@@ -2,10 +2,12 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { RESOURCES } from '../resources/registry.ts';
+import { shareDir, shareFile } from '../util/file-share.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
 import { writeAnalyticsViews } from './export-analytics.ts';
-import { DATA_FILE, FLAT_EXPORT_TABLES, PARQUET_DIR, partitionDirName, RUN_EXPORT_TABLES, type ExportTable } from './export-tables.ts';
+import { DATA_FILE, type ExportTable, exportTables, PARQUET_DIR, partitionDirName } from './export-tables.ts';
 
 // The Parquet export (DuckDB's COPY … TO, ZSTD). Only what the merges marked in
 // _sync_export_dirty since the last export is written: the created_date partitions of the run
@@ -33,7 +35,17 @@ export interface ExportResult {
 
 export const EXPORT_MEMORY_LIMIT = '192MB';
 
-const UNITS: Record<string, number> = { bytes: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: 2 ** 20, gib: 2 ** 30, tib: 2 ** 40 };
+const UNITS: Record<string, number> = {
+  bytes: 1,
+  kb: 1e3,
+  mb: 1e6,
+  gb: 1e9,
+  tb: 1e12,
+  kib: 2 ** 10,
+  mib: 2 ** 20,
+  gib: 2 ** 30,
+  tib: 2 ** 40,
+};
 
 /** Bytes of a DuckDB memory size ('96MB', '91.5 MiB'); unknown forms count as unlimited. */
 export function sizeBytes(size: string): number {
@@ -47,19 +59,40 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     const t0 = performance.now();
     const root = join(wh.dir, PARQUET_DIR);
     await mkdir(root, { recursive: true });
-    const runsMissing = RUN_EXPORT_TABLES.some((t) => !existsSync(join(root, t.name)));
+    await shareDir(root, wh.share);
+    const tables = exportTables(wh.resources);
+    const runTables = tables.filter((t) => t.partitioned);
+    const flatTables = tables.filter((t) => !t.partitioned);
+    // A table made since (a new array of objects) has nothing older to write: only the declared
+    // run tables' absence means the tree was never written, or was removed.
+    const declared = new Set(exportTables(RESOURCES).map((t) => t.name));
+    const runsMissing = runTables.some((t) => declared.has(t.name) && !existsSync(join(root, t.name)));
     const full = options.full === true || runsMissing;
     const dates = await datesToWrite(wh, full);
-    const flat = FLAT_EXPORT_TABLES.filter((t) => full || !existsSync(join(root, t.name, DATA_FILE)));
-    const dirtyFlat = new Set((await wh.all<{ t: string }>(`SELECT DISTINCT table_name AS t FROM _sync_export_dirty WHERE created_date IS NULL`)).map((r) => r.t));
-    for (const t of FLAT_EXPORT_TABLES) if (dirtyFlat.has(t.name) && !flat.includes(t)) flat.push(t);
+    const flat = flatTables.filter((t) => full || !existsSync(join(root, t.name, DATA_FILE)));
+    const dirtyFlat = new Set(
+      (
+        await wh.all<{ t: string }>(
+          `SELECT DISTINCT table_name AS t FROM _sync_export_dirty WHERE created_date IS NULL`,
+        )
+      ).map((r) => r.t),
+    );
+    for (const t of flatTables) if (dirtyFlat.has(t.name) && !flat.includes(t)) flat.push(t);
 
     // An export killed half way leaves its staging directory behind; the warehouse lock makes this
     // export the only one, so any staging directory found is such a leftover.
-    for (const f of await readdir(root)) if (f.startsWith('.staging-')) await rm(join(root, f), { recursive: true, force: true });
+    for (const f of await readdir(root))
+      if (f.startsWith('.staging-')) await rm(join(root, f), { recursive: true, force: true });
     const staging = join(root, `.staging-${process.pid}-${randomBytes(4).toString('hex')}`);
     await mkdir(staging, { recursive: true });
-    const result: ExportResult = { written: [], removed: [], dates, tables: flat.map((t) => t.name), analyticsFile: '', durationMs: 0 };
+    const result: ExportResult = {
+      written: [],
+      removed: [],
+      dates,
+      tables: flat.map((t) => t.name),
+      analyticsFile: '',
+      durationMs: 0,
+    };
     // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
     // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
     // does not always hold: the export gets at least EXPORT_MEMORY_LIMIT for its run.
@@ -70,20 +103,21 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
     if (raiseMemory) await wh.setMemoryLimit(EXPORT_MEMORY_LIMIT);
     try {
-      for (const t of RUN_EXPORT_TABLES) await writePartitions(wh, t, root, staging, dates, result);
+      for (const t of runTables) await writePartitions(wh, t, root, staging, dates, result, wh.share);
       if (full) {
-        await removeStalePartitions(root, new Set(dates), result);
+        await removeStalePartitions(root, runTables, new Set(dates), result);
         // An empty table still gets its directory, so the next export knows it was done.
-        for (const t of RUN_EXPORT_TABLES) await mkdir(join(root, t.name), { recursive: true });
+        for (const t of runTables) await mkdir(join(root, t.name), { recursive: true });
+        for (const t of runTables) await shareDir(join(root, t.name), wh.share);
       }
-      for (const t of flat) await writeFlat(wh, t, root, staging, result);
+      for (const t of flat) await writeFlat(wh, t, root, staging, result, wh.share);
       await wh.run(`DELETE FROM _sync_export_dirty`);
     } finally {
       await rm(staging, { recursive: true, force: true });
       if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
       if (raiseMemory) await wh.setMemoryLimit(memoryLimit);
     }
-    result.analyticsFile = await writeAnalyticsViews(wh, root);
+    result.analyticsFile = await writeAnalyticsViews(wh, root, tables);
     result.durationMs = performance.now() - t0;
     wh.logger.info({ dates: dates.length, tables: flat.length, files: result.written.length }, 'parquet export');
     return result;
@@ -94,11 +128,20 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
   const sql = full
     ? `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM runs
        UNION SELECT DISTINCT CAST(created_date AS VARCHAR) FROM _sync_export_dirty WHERE table_name = 'runs'`
-    : `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM _sync_export_dirty WHERE table_name = 'runs' AND created_date IS NOT NULL`;
+    : `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM _sync_export_dirty
+       WHERE table_name = 'runs' AND created_date IS NOT NULL`;
   return (await db.all<{ d: string }>(`SELECT d FROM (${sql}) ORDER BY d`)).map((r) => r.d);
 }
 
-async function writePartitions(db: SqlRunner, t: ExportTable, root: string, staging: string, dates: readonly string[], result: ExportResult): Promise<void> {
+async function writePartitions(
+  db: SqlRunner,
+  t: ExportTable,
+  root: string,
+  staging: string,
+  dates: readonly string[],
+  result: ExportResult,
+  share: Warehouse['share'],
+): Promise<void> {
   // One COPY per day: each sorts one day's rows, which stays within the memory limit however
   // large the table grows (one partitioned COPY of the whole set does not).
   for (const d of dates) {
@@ -107,11 +150,15 @@ async function writePartitions(db: SqlRunner, t: ExportTable, root: string, stag
     const target = join(dir, DATA_FILE);
     const fresh = join(staging, `${t.name}-${d}.parquet`);
     const [copied] = await db.all<{ Count: bigint }>(
-      `COPY (SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE created_date = ${quoteLiteral(d)}::DATE ORDER BY ${t.orderBy})
+      `COPY (SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)}
+             WHERE created_date = ${quoteLiteral(d)}::DATE ORDER BY ${t.orderBy})
        TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
     );
     if (Number(copied?.Count ?? 0) > 0) {
       await mkdir(dir, { recursive: true });
+      await shareDir(join(root, t.name), share);
+      await shareDir(dir, share);
+      await shareFile(fresh, share);
       await rename(fresh, target);
       result.written.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
     } else {
@@ -125,8 +172,13 @@ async function writePartitions(db: SqlRunner, t: ExportTable, root: string, stag
   }
 }
 
-async function removeStalePartitions(root: string, keep: ReadonlySet<string>, result: ExportResult): Promise<void> {
-  for (const t of RUN_EXPORT_TABLES) {
+async function removeStalePartitions(
+  root: string,
+  runTables: readonly ExportTable[],
+  keep: ReadonlySet<string>,
+  result: ExportResult,
+): Promise<void> {
+  for (const t of runTables) {
     const dir = join(root, t.name);
     if (!existsSync(dir)) continue;
     for (const part of await readdir(dir)) {
@@ -138,10 +190,22 @@ async function removeStalePartitions(root: string, keep: ReadonlySet<string>, re
   }
 }
 
-async function writeFlat(db: SqlRunner, t: ExportTable, root: string, staging: string, result: ExportResult): Promise<void> {
+async function writeFlat(
+  db: SqlRunner,
+  t: ExportTable,
+  root: string,
+  staging: string,
+  result: ExportResult,
+  share: Warehouse['share'],
+): Promise<void> {
   const tmp = join(staging, `${t.name}.parquet`);
-  await db.run(`COPY (SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}) TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`);
+  await db.run(
+    `COPY (SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy})
+     TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`,
+  );
   await mkdir(join(root, t.name), { recursive: true });
+  await shareDir(join(root, t.name), share);
+  await shareFile(tmp, share);
   await rename(tmp, join(root, t.name, DATA_FILE));
   result.written.push(join(PARQUET_DIR, t.name, DATA_FILE));
 }

@@ -1,4 +1,11 @@
-import { DuckDBTypeId, JsonDuckDBValueConverter, type DuckDBConnection, type DuckDBType, type DuckDBValue, type Json } from '@duckdb/node-api';
+import {
+  type DuckDBConnection,
+  type DuckDBType,
+  DuckDBTypeId,
+  type DuckDBValue,
+  type Json,
+  JsonDuckDBValueConverter,
+} from '@duckdb/node-api';
 
 // Runs a person's SQL and hands the result over chunk by chunk, with each column's kind, so a
 // large result is printed as it arrives instead of held whole. Cells are read as DuckDB renders
@@ -25,10 +32,24 @@ export class QueryError extends Error {
 }
 
 const INTS = new Set([
-  DuckDBTypeId.TINYINT, DuckDBTypeId.SMALLINT, DuckDBTypeId.INTEGER, DuckDBTypeId.BIGINT, DuckDBTypeId.HUGEINT,
-  DuckDBTypeId.UTINYINT, DuckDBTypeId.USMALLINT, DuckDBTypeId.UINTEGER, DuckDBTypeId.UBIGINT, DuckDBTypeId.UHUGEINT,
+  DuckDBTypeId.TINYINT,
+  DuckDBTypeId.SMALLINT,
+  DuckDBTypeId.INTEGER,
+  DuckDBTypeId.BIGINT,
+  DuckDBTypeId.HUGEINT,
+  DuckDBTypeId.UTINYINT,
+  DuckDBTypeId.USMALLINT,
+  DuckDBTypeId.UINTEGER,
+  DuckDBTypeId.UBIGINT,
+  DuckDBTypeId.UHUGEINT,
 ]);
-const NESTED = new Set([DuckDBTypeId.LIST, DuckDBTypeId.ARRAY, DuckDBTypeId.STRUCT, DuckDBTypeId.MAP, DuckDBTypeId.UNION]);
+const NESTED = new Set([
+  DuckDBTypeId.LIST,
+  DuckDBTypeId.ARRAY,
+  DuckDBTypeId.STRUCT,
+  DuckDBTypeId.MAP,
+  DuckDBTypeId.UNION,
+]);
 
 export function columnKind(type: DuckDBType): ColumnKind {
   if (type.alias?.toUpperCase() === 'JSON') return 'json';
@@ -69,6 +90,7 @@ async function failing<T>(fn: () => Promise<T>): Promise<T> {
   }
 }
 
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
 const CONTROL = /[\u0000-\u001f\u007f]/g;
 
 /** A cell as text: DuckDB's rendering; null as ''. */

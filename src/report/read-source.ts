@@ -32,7 +32,11 @@ export class NoAnalyticsFileError extends Error {
   }
 }
 
-export async function openReadSource(dir: string, kind: SourceKind, options: ReadSourceOptions = {}): Promise<ReadSource> {
+export async function openReadSource(
+  dir: string,
+  kind: SourceKind,
+  options: ReadSourceOptions = {},
+): Promise<ReadSource> {
   if (kind === 'warehouse') {
     const wh = await openWarehouse(dir, {
       readOnly: true,
@@ -43,7 +47,10 @@ export async function openReadSource(dir: string, kind: SourceKind, options: Rea
   }
   const file = join(dir, ANALYTICS_FILE);
   if (!existsSync(file)) throw new NoAnalyticsFileError(file);
-  const instance = await DuckDBInstance.create(file, { access_mode: 'READ_ONLY', ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}) });
+  const instance = await DuckDBInstance.create(file, {
+    access_mode: 'READ_ONLY',
+    ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
+  });
   const connection = await instance.connect();
   const db = sqlRunner(connection);
   await db.run(`SET TimeZone = 'UTC'`);

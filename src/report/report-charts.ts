@@ -40,7 +40,10 @@ export interface BarChart {
 }
 
 export function esc(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string);
+  return text.replace(
+    /[&<>"']/g,
+    (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c] as string,
+  );
 }
 
 const n1 = (x: number) => (Math.round(x * 10) / 10).toString();
@@ -54,10 +57,46 @@ export function niceStep(max: number, count = 5): number {
   return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
 }
 
+/** The opening tag every chart shares; `attrs` adds the font for charts with text. */
+function svgTag(id: string, label: string, width: number, height: number, attrs = ''): string {
+  return (
+    `<svg class="chart" data-chart="${esc(id)}" role="img" aria-label="${esc(label)}"` +
+    ` width="${width}" height="${height}" viewBox="0 0 ${width} ${height}"${attrs}>`
+  );
+}
+
+const font = (size: number) => ` font-family="system-ui, sans-serif" font-size="${size}"`;
+
 function empty(id: string, title: string, width: number, height: number): string {
-  return `<svg class="chart" data-chart="${esc(id)}" role="img" aria-label="${esc(title)}: no data yet" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}">
+  return `${svgTag(id, `${title}: no data yet`, width, height)}
 <rect x="0.5" y="0.5" width="${width - 1}" height="${height - 1}" fill="none" stroke="#ddd"/>
 <text x="${width / 2}" y="${height / 2}" text-anchor="middle" fill="#888" font-size="14">no data yet</text></svg>`;
+}
+
+/** Colour swatches with their names in a row from `left`, the swatches from `y` down 12 pixels. */
+function legend(
+  out: string[],
+  series: readonly { name: string; color: string }[],
+  left: number,
+  y: number,
+  textAttrs = '',
+): void {
+  let x = left;
+  for (const s of series) {
+    out.push(
+      `<rect x="${x}" y="${y}" width="12" height="12" fill="${s.color}"/>` +
+        `<text x="${x + 16}" y="${y + 10}" fill="#333"${textAttrs}>${esc(s.name)}</text>`,
+    );
+    x += 24 + s.name.length * 7;
+  }
+}
+
+/** A drawn mark: a rectangle whose <title> gives its exact figure. */
+function mark(x: number, y: number, width: number, height: number, fill: string, title: string): string {
+  return (
+    `<rect class="mark" x="${n1(x)}" y="${n1(y)}" width="${n1(width)}" height="${n1(height)}" fill="${fill}">` +
+    `<title>${esc(title)}</title></rect>`
+  );
 }
 
 /** Stacked columns, one per category (a day), the series stacked bottom up, with a legend. */
@@ -79,15 +118,11 @@ export function stackedColumns(c: ColumnChart): string {
   const slot = plotW / c.categories.length;
   const barW = Math.max(1, Math.min(40, slot * 0.8));
   const out: string[] = [];
-  out.push(`<svg class="chart" data-chart="${esc(c.id)}" role="img" aria-label="${esc(c.title)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="11">`);
-  // Legend across the top.
-  let lx = left;
-  for (const s of c.series) {
-    out.push(`<rect x="${lx}" y="8" width="12" height="12" fill="${s.color}"/><text x="${lx + 16}" y="18" fill="#333">${esc(s.name)}</text>`);
-    lx += 24 + s.name.length * 7;
-  }
+  out.push(svgTag(c.id, c.title, width, height, font(11)));
+  legend(out, c.series, left, 8);
   for (let v = 0; v <= yMax + 1e-9; v += step) {
-    out.push(`<line x1="${left}" x2="${width - right}" y1="${n1(y(v))}" y2="${n1(y(v))}" stroke="${v === 0 ? '#999' : '#e6e6e6'}"/>`);
+    const stroke = v === 0 ? '#999' : '#e6e6e6';
+    out.push(`<line x1="${left}" x2="${width - right}" y1="${n1(y(v))}" y2="${n1(y(v))}" stroke="${stroke}"/>`);
     out.push(`<text x="${left - 6}" y="${n1(y(v) + 4)}" text-anchor="end" fill="#666">${n1(v)}</text>`);
   }
   // Label about ten categories, evenly spread, so dates never overlap.
@@ -97,12 +132,13 @@ export function stackedColumns(c: ColumnChart): string {
     let base = 0;
     for (const s of c.series) {
       const v = s.values[i] ?? 0;
-      if (v > 0) {
-        out.push(`<rect class="mark" x="${n1(x)}" y="${n1(y(base + v))}" width="${n1(barW)}" height="${n1(y(base) - y(base + v))}" fill="${s.color}"><title>${esc(`${cat}: ${s.name} ${v}`)}</title></rect>`);
-      }
+      if (v > 0) out.push(mark(x, y(base + v), barW, y(base) - y(base + v), s.color, `${cat}: ${s.name} ${v}`));
       base += v;
     }
-    if (i % every === 0) out.push(`<text x="${n1(x + barW / 2)}" y="${height - bottom + 16}" text-anchor="middle" fill="#666">${esc(cat)}</text>`);
+    if (i % every === 0) {
+      const at = `x="${n1(x + barW / 2)}" y="${height - bottom + 16}"`;
+      out.push(`<text ${at} text-anchor="middle" fill="#666">${esc(cat)}</text>`);
+    }
   });
   out.push('</svg>');
   return out.join('\n');
@@ -122,17 +158,21 @@ export function horizontalBars(c: BarChart): string {
   const max = f(c.max ?? Math.max(...c.bars.map((b) => b.value))) || 1;
   const x = (v: number) => labelW + (Math.min(f(v), max) / max) * plotW;
   const out: string[] = [];
-  out.push(`<svg class="chart" data-chart="${esc(c.id)}" role="img" aria-label="${esc(c.title)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`);
+  out.push(svgTag(c.id, c.title, width, height, font(12)));
   for (const t of c.ticks ?? []) {
-    out.push(`<line x1="${n1(x(t.value))}" x2="${n1(x(t.value))}" y1="${top - 4}" y2="${height - 6}" stroke="#e6e6e6"/>`);
-    out.push(`<text x="${n1(x(t.value))}" y="14" text-anchor="middle" fill="#666" font-size="11">${esc(t.label)}</text>`);
+    out.push(
+      `<line x1="${n1(x(t.value))}" x2="${n1(x(t.value))}" y1="${top - 4}" y2="${height - 6}" stroke="#e6e6e6"/>`,
+    );
+    out.push(
+      `<text x="${n1(x(t.value))}" y="14" text-anchor="middle" fill="#666" font-size="11">${esc(t.label)}</text>`,
+    );
   }
   c.bars.forEach((b, i) => {
     const yTop = top + i * rowH;
     // A value above zero always shows, however small beside the largest.
     const w = b.value > 0 ? Math.max(2, x(b.value) - labelW) : 0;
     out.push(`<text x="${labelW - 8}" y="${yTop + 15}" text-anchor="end" fill="#333">${esc(b.label)}</text>`);
-    if (w > 0) out.push(`<rect class="mark" x="${labelW}" y="${yTop + 3}" width="${n1(w)}" height="${rowH - 6}" fill="${b.color ?? c.color ?? '#1565c0'}"><title>${esc(`${b.label}: ${b.text}`)}</title></rect>`);
+    if (w > 0) out.push(mark(labelW, yTop + 3, w, rowH - 6, b.color ?? c.color ?? '#1565c0', `${b.label}: ${b.text}`));
     out.push(`<text x="${n1(labelW + w + 6)}" y="${yTop + 15}" fill="#333">${esc(b.text)}</text>`);
   });
   out.push(`<line x1="${labelW}" x2="${labelW}" y1="${top - 4}" y2="${height - 6}" stroke="#999"/>`);
@@ -141,7 +181,13 @@ export function horizontalBars(c: BarChart): string {
 }
 
 /** 100 % stacked horizontal bars: each row's shares of a whole (an agent's resolutions). */
-export function shareBars(c: { id: string; title: string; rows: readonly { label: string; total: number; parts: readonly number[] }[]; series: readonly { name: string; color: string }[]; width?: number }): string {
+export function shareBars(c: {
+  id: string;
+  title: string;
+  rows: readonly { label: string; total: number; parts: readonly number[] }[];
+  series: readonly { name: string; color: string }[];
+  width?: number;
+}): string {
   const width = c.width ?? 960;
   const rowH = 22;
   const top = 28;
@@ -151,12 +197,8 @@ export function shareBars(c: { id: string; title: string; rows: readonly { label
   const textW = 90;
   const plotW = width - labelW - textW;
   const out: string[] = [];
-  out.push(`<svg class="chart" data-chart="${esc(c.id)}" role="img" aria-label="${esc(c.title)}" width="${width}" height="${height}" viewBox="0 0 ${width} ${height}" font-family="system-ui, sans-serif" font-size="12">`);
-  let lx = labelW;
-  for (const s of c.series) {
-    out.push(`<rect x="${lx}" y="6" width="12" height="12" fill="${s.color}"/><text x="${lx + 16}" y="16" fill="#333" font-size="11">${esc(s.name)}</text>`);
-    lx += 24 + s.name.length * 7;
-  }
+  out.push(svgTag(c.id, c.title, width, height, font(12)));
+  legend(out, c.series, labelW, 6, ' font-size="11"');
   c.rows.forEach((r, i) => {
     const yTop = top + i * rowH;
     out.push(`<text x="${labelW - 8}" y="${yTop + 15}" text-anchor="end" fill="#333">${esc(r.label)}</text>`);
@@ -165,7 +207,8 @@ export function shareBars(c: { id: string; title: string; rows: readonly { label
       if (p <= 0 || r.total <= 0) return;
       const w = (p / r.total) * plotW;
       const s = c.series[k] as { name: string; color: string };
-      out.push(`<rect class="mark" x="${n1(x)}" y="${yTop + 3}" width="${n1(w)}" height="${rowH - 6}" fill="${s.color}"><title>${esc(`${r.label}: ${s.name} ${p} of ${r.total} (${n1((100 * p) / r.total)} %)`)}</title></rect>`);
+      const share = `${p} of ${r.total} (${n1((100 * p) / r.total)} %)`;
+      out.push(mark(x, yTop + 3, w, rowH - 6, s.color, `${r.label}: ${s.name} ${share}`));
       x += w;
     });
     out.push(`<text x="${labelW + plotW + 6}" y="${yTop + 15}" fill="#333">${r.total} runs</text>`);

@@ -97,7 +97,10 @@ const resolutionCounts = (r: Record<string, unknown>): ResolutionCounts => ({
 });
 
 export async function readReportData(db: SqlRunner, source: ReportData['source'], now: Micros): Promise<ReportData> {
-  const dayRows = await db.all(`SELECT CAST(day AS VARCHAR) AS day, * EXCLUDE (day) FROM v_runs_daily_resolution ORDER BY day DESC LIMIT ${REPORT_DAYS}`);
+  const dayRows = await db.all(
+    `SELECT CAST(day AS VARCHAR) AS day, * EXCLUDE (day)
+       FROM v_runs_daily_resolution ORDER BY day DESC LIMIT ${REPORT_DAYS}`,
+  );
   const days = fillDays(
     dayRows.reverse().map((r) => ({ day: String(r.day), ...resolutionCounts(r), other: num(r.other_resolution) })),
   );
@@ -113,23 +116,42 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     medianSeconds: opt(r.median_duration_seconds),
     inCatalog: r.in_catalog === true,
   }));
-  const [t] = await db.all(`SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(errors), 0) AS errors, count(*) FILTER (WHERE calls > 0) AS tools FROM v_tool_stats`);
-  const agents = (await db.all(`SELECT * FROM v_resolution_by_agent ORDER BY runs DESC, agent_name LIMIT ${TOP_AGENTS}`)).map((r) => ({
+  const [t] = await db.all(
+    `SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(errors), 0) AS errors,
+       count(*) FILTER (WHERE calls > 0) AS tools FROM v_tool_stats`,
+  );
+  const agents = (
+    await db.all(`SELECT * FROM v_resolution_by_agent ORDER BY runs DESC, agent_name LIMIT ${TOP_AGENTS}`)
+  ).map((r) => ({
     name: String(r.agent_name ?? r.agent_id ?? '(no agent)'),
     ...resolutionCounts(r),
   }));
-  const freshness = (await db.all(`SELECT table_name, row_count, epoch_us(newest_change_at) AS newest, epoch_us(last_fetched_at) AS fetched FROM v_table_freshness`)).map((r) => ({
+  const freshness = (
+    await db.all(
+      `SELECT table_name, row_count, epoch_us(newest_change_at) AS newest, epoch_us(last_fetched_at) AS fetched
+         FROM v_table_freshness`,
+    )
+  ).map((r) => ({
     table: String(r.table_name),
     rows: num(r.row_count),
     newestChange: opt(r.newest),
     lastFetched: opt(r.fetched),
   }));
   const waiting = (
-    await db.all(`SELECT run_id, agent_name, pending_tool_name, ticket_title, epoch_us(coalesce(pending_step_at, updated_at)) AS since
+    await db.all(`SELECT run_id, agent_name, pending_tool_name, ticket_title,
+        epoch_us(coalesce(pending_step_at, updated_at)) AS since
       FROM v_runs_awaiting_approval ORDER BY since NULLS LAST, run_id LIMIT 20`)
-  ).map((r) => ({ runId: String(r.run_id), agent: str(r.agent_name), tool: str(r.pending_tool_name), ticket: str(r.ticket_title), since: opt(r.since) }));
+  ).map((r) => ({
+    runId: String(r.run_id),
+    agent: str(r.agent_name),
+    tool: str(r.pending_tool_name),
+    ticket: str(r.ticket_title),
+    since: opt(r.since),
+  }));
   const [w] = await db.all(`SELECT count(*) AS n FROM v_runs_awaiting_approval`);
-  const evaluations = (await db.all(`SELECT * FROM v_evaluation_attributes ORDER BY evaluations DESC, attribute_name`)).map((r) => ({
+  const evaluations = (
+    await db.all(`SELECT * FROM v_evaluation_attributes ORDER BY evaluations DESC, attribute_name`)
+  ).map((r) => ({
     name: String(r.attribute_name ?? r.attribute_id ?? '(unnamed)'),
     evaluations: num(r.evaluations),
     runs: num(r.runs),
@@ -152,8 +174,17 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
 }
 
 async function recentPasses(db: SqlRunner): Promise<PassRow[]> {
-  const rows = await db.all(`SELECT kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f, requests FROM _sync_audit ORDER BY started_at DESC LIMIT 10`);
-  return rows.map((r) => ({ kind: String(r.kind), status: str(r.status), startedAt: num(r.s), finishedAt: opt(r.f), requests: opt(r.requests) }));
+  const rows = await db.all(
+    `SELECT kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f, requests
+       FROM _sync_audit ORDER BY started_at DESC LIMIT 10`,
+  );
+  return rows.map((r) => ({
+    kind: String(r.kind),
+    status: str(r.status),
+    startedAt: num(r.s),
+    finishedAt: opt(r.f),
+    requests: opt(r.requests),
+  }));
 }
 
 /** Days without runs get a zero row, so the chart's axis is true to time. */
@@ -164,7 +195,18 @@ function fillDays(rows: DayRow[]): DayRow[] {
   const last = Date.parse(`${(rows[rows.length - 1] as DayRow).day}T00:00:00Z`);
   for (let t = Date.parse(`${(rows[0] as DayRow).day}T00:00:00Z`); t <= last; t += 86_400_000) {
     const day = new Date(t).toISOString().slice(0, 10);
-    out.push(byDay.get(day) ?? { day, runs: 0, deflected: 0, resolved: 0, escalated: 0, pending: 0, noResolution: 0, other: 0 });
+    out.push(
+      byDay.get(day) ?? {
+        day,
+        runs: 0,
+        deflected: 0,
+        resolved: 0,
+        escalated: 0,
+        pending: 0,
+        noResolution: 0,
+        other: 0,
+      },
+    );
   }
   return out;
 }

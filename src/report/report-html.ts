@@ -1,6 +1,6 @@
 import { formatTimestamp, MICROS_PER_MINUTE, type Micros } from '../util/timestamp.ts';
 import { esc, horizontalBars, shareBars, stackedColumns } from './report-charts.ts';
-import type { ReportData } from './report-data.ts';
+import type { PassRow, ReportData } from './report-data.ts';
 
 // The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched.
 
@@ -45,12 +45,28 @@ export function age(at: Micros | null, now: Micros): string {
   return `${Math.round(m / 1440)} days`;
 }
 
-function table(head: readonly string[], rows: readonly (readonly (string | number)[])[], numeric: readonly boolean[]): string {
+/** A table column: its heading, its cell for a row, and whether it holds numbers (aligned right). */
+type Column<T> = readonly [head: string, cell: (row: T) => string | number, numeric?: 'n'];
+
+function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
   if (rows.length === 0) return '<p class="note">none</p>';
-  const th = head.map((h, i) => `<th${numeric[i] ? ' class="n"' : ''}>${esc(h)}</th>`).join('');
-  const tr = rows.map((r) => `<tr>${r.map((c, i) => `<td${numeric[i] ? ' class="n"' : ''}>${esc(String(c))}</td>`).join('')}</tr>`).join('\n');
+  const cls = ([, , numeric]: Column<T>) => (numeric ? ' class="n"' : '');
+  const th = columns.map((c) => `<th${cls(c)}>${esc(c[0])}</th>`).join('');
+  const td = (r: T) => columns.map((c) => `<td${cls(c)}>${esc(String(c[1](r)))}</td>`).join('');
+  const tr = rows.map((r) => `<tr>${td(r)}</tr>`).join('\n');
   return `<table><thead><tr>${th}</tr></thead><tbody>\n${tr}\n</tbody></table>`;
 }
+
+function section(id: string, title: string, note: string | null, ...body: string[]): string {
+  const lines = [`<section id="${id}">`, `<h2>${title}</h2>`];
+  if (note !== null) lines.push(`<p class="note">${note}</p>`);
+  return [...lines, ...body, '</section>'].join('\n');
+}
+
+const fixed2 = (x: number | null) => (x === null ? '' : x.toFixed(2));
+const when = (at: Micros | null) => (at === null ? '' : formatTimestamp(at));
+const took = (p: PassRow) =>
+  p.finishedAt === null ? 'not finished' : `${((p.finishedAt - p.startedAt) / 1e6).toFixed(1)} s`;
 
 export function renderReport(d: ReportData): string {
   const now = d.generatedAt;
@@ -69,19 +85,32 @@ export function renderReport(d: ReportData): string {
     id: 'runs-per-day',
     title: 'Runs per day by resolution',
     categories: d.days.map((r) => r.day),
-    series: RESOLUTION_SERIES.filter((s) => s.key !== 'other' || d.days.some((r) => r.other > 0)).map((s) => ({ name: s.name, color: s.color, values: d.days.map((r) => r[s.key]) })),
+    series: RESOLUTION_SERIES.filter((s) => s.key !== 'other' || d.days.some((r) => r.other > 0)).map((s) => ({
+      name: s.name,
+      color: s.color,
+      values: d.days.map((r) => r[s.key]),
+    })),
   });
   const byErrors = [...d.tools].sort((a, b) => b.errorRate - a.errorRate || b.calls - a.calls);
   const toolChart = horizontalBars({
     id: 'tool-error-rates',
     title: 'Tool error rates',
-    bars: byErrors.map((t) => ({ label: t.label ?? t.name, value: t.errorRate, text: `${pct(t.errorRate)} of ${int(t.calls)} calls`, color: t.inCatalog ? '#c62828' : '#8d6e63' })),
+    bars: byErrors.map((t) => ({
+      label: t.label ?? t.name,
+      value: t.errorRate,
+      text: `${pct(t.errorRate)} of ${int(t.calls)} calls`,
+      color: t.inCatalog ? '#c62828' : '#8d6e63',
+    })),
     max: Math.max(0.01, ...byErrors.map((t) => t.errorRate)),
   });
   const agentChart = shareBars({
     id: 'resolution-by-agent',
     title: 'Resolution by agent',
-    rows: d.agents.map((a) => ({ label: a.name, total: a.runs, parts: [a.deflected, a.resolved, a.escalated, a.pending, a.noResolution] })),
+    rows: d.agents.map((a) => ({
+      label: a.name,
+      total: a.runs,
+      parts: [a.deflected, a.resolved, a.escalated, a.pending, a.noResolution],
+    })),
     series: RESOLUTION_SERIES.slice(0, 5),
   });
   const ages = d.freshness.map((f) => ({ label: f.table, at: f.newestChange ?? f.lastFetched, rows: f.rows }));
@@ -92,7 +121,12 @@ export function renderReport(d: ReportData): string {
     id: 'freshness',
     title: 'Freshness',
     scale: 'log',
-    bars: ages.map((a) => ({ label: a.label, value: minutes(a.at), text: a.at === null ? 'no data' : a.at > now ? 'ahead of this clock' : `${age(a.at, now)} ago`, color: '#546e7a' })),
+    bars: ages.map((a) => ({
+      label: a.label,
+      value: minutes(a.at),
+      text: a.at === null ? 'no data' : a.at > now ? 'ahead of this clock' : `${age(a.at, now)} ago`,
+      color: '#546e7a',
+    })),
     max: Math.max(60 * 24 * 30, ...ages.map((a) => minutes(a.at))),
     ticks: [
       { value: 1, label: '1 min' },
@@ -103,7 +137,10 @@ export function renderReport(d: ReportData): string {
     ],
   });
 
-  const source = d.source.kind === 'warehouse' ? d.source.file : `${d.source.file} (views over the Parquet tree, as of the last export)`;
+  const source =
+    d.source.kind === 'warehouse'
+      ? d.source.file
+      : `${d.source.file} (views over the Parquet tree, as of the last export)`;
   return `<!doctype html>
 <html lang="en">
 <head>
@@ -121,42 +158,88 @@ export function renderReport(d: ReportData): string {
 <div class="tiles">
 ${tiles.map(([v, l]) => `<div class="tile"><b>${esc(String(v))}</b><span>${esc(String(l))}</span></div>`).join('\n')}
 </div>
-<section id="runs">
-<h2>Runs per day by resolution</h2>
-<p class="note">UTC days of run creation, the ${d.days.length} days up to the newest run (v_runs_daily_resolution). A run is counted under its current resolution.</p>
-${perDay}
-</section>
-<section id="tools">
-<h2>Tool error rates</h2>
-<p class="note">The ${d.tools.length} most called tools, highest error rate first: calls whose tool reported an error (v_tool_stats). Brown: no longer in the tool catalog.</p>
-${toolChart}
-${table(['tool', 'calls', 'errors', 'error rate', 'median duration (s)'], d.tools.map((t) => [t.label ?? t.name, int(t.calls), int(t.errors), pct(t.errorRate), t.medianSeconds === null ? '' : t.medianSeconds.toFixed(2)]), [false, true, true, true, true])}
-</section>
-<section id="agents">
-<h2>Resolution by agent</h2>
-<p class="note">Share of each agent's runs by resolution, busiest agents first (v_resolution_by_agent).</p>
-${agentChart}
-</section>
-<section id="freshness">
-<h2>Freshness</h2>
-<p class="note">How long before this report each table last changed (newest run update, message, step, evaluation, catalog version; v_table_freshness)${lastPass ? ' and the last sync pass ended' : ''}. Logarithmic scale.</p>
-${freshChart}
-${table(['table', 'rows', 'newest change', 'last fetched'], d.freshness.map((f) => [f.table, int(f.rows), f.newestChange === null ? '' : formatTimestamp(f.newestChange), f.lastFetched === null ? '' : formatTimestamp(f.lastFetched)]), [false, true, false, false])}
-</section>
-<section id="approvals">
-<h2>Waiting for approval</h2>
-<p class="note">${int(d.waitingTotal)} run(s) wait for someone to approve a tool call (v_runs_awaiting_approval)${d.waitingTotal > d.waiting.length ? `; the ${d.waiting.length} waiting longest` : ''}.</p>
-${table(['run', 'agent', 'tool', 'ticket', 'waiting'], d.waiting.map((w) => [w.runId, w.agent ?? '', w.tool ?? '', w.ticket ?? '', w.since === null ? '' : age(w.since, now)]), [false, false, false, false, true])}
-</section>
-<section id="evaluations">
-<h2>Evaluation attributes</h2>
-<p class="note">How often each attribute was recorded; the mean of its values that read as numbers (v_evaluation_attributes; v_evaluation_values has every value's share).</p>
-${table(['attribute', 'evaluations', 'runs', 'distinct values', 'mean of numeric values'], d.evaluations.map((e) => [e.name, int(e.evaluations), int(e.runs), int(e.distinctValues), e.avgNumeric === null ? '' : e.avgNumeric.toFixed(2)]), [false, true, true, true, true])}
-</section>
-${d.passes ? `<section id="passes">
-<h2>Recent sync passes</h2>
-${table(['kind', 'status', 'started', 'took', 'requests'], d.passes.map((p) => [p.kind, p.status ?? '', formatTimestamp(p.startedAt), p.finishedAt === null ? 'not finished' : `${((p.finishedAt - p.startedAt) / 1e6).toFixed(1)} s`, p.requests === null ? '' : int(p.requests)]), [false, false, false, true, true])}
-</section>` : ''}
+${section(
+  'runs',
+  'Runs per day by resolution',
+  `UTC days of run creation, the ${d.days.length} days up to the newest run (v_runs_daily_resolution).` +
+    ' A run is counted under its current resolution.',
+  perDay,
+)}
+${section(
+  'tools',
+  'Tool error rates',
+  `The ${d.tools.length} most called tools, highest error rate first: calls whose tool reported an error` +
+    ' (v_tool_stats). Brown: no longer in the tool catalog.',
+  toolChart,
+  table(d.tools, [
+    ['tool', (t) => t.label ?? t.name],
+    ['calls', (t) => int(t.calls), 'n'],
+    ['errors', (t) => int(t.errors), 'n'],
+    ['error rate', (t) => pct(t.errorRate), 'n'],
+    ['median duration (s)', (t) => fixed2(t.medianSeconds), 'n'],
+  ]),
+)}
+${section(
+  'agents',
+  'Resolution by agent',
+  "Share of each agent's runs by resolution, busiest agents first (v_resolution_by_agent).",
+  agentChart,
+)}
+${section(
+  'freshness',
+  'Freshness',
+  'How long before this report each table last changed (newest run update, message, step, evaluation,' +
+    ` catalog version; v_table_freshness)${lastPass ? ' and the last sync pass ended' : ''}. Logarithmic scale.`,
+  freshChart,
+  table(d.freshness, [
+    ['table', (f) => f.table],
+    ['rows', (f) => int(f.rows), 'n'],
+    ['newest change', (f) => when(f.newestChange)],
+    ['last fetched', (f) => when(f.lastFetched)],
+  ]),
+)}
+${section(
+  'approvals',
+  'Waiting for approval',
+  `${int(d.waitingTotal)} run(s) wait for someone to approve a tool call (v_runs_awaiting_approval)` +
+    `${d.waitingTotal > d.waiting.length ? `; the ${d.waiting.length} waiting longest` : ''}.`,
+  table(d.waiting, [
+    ['run', (w) => w.runId],
+    ['agent', (w) => w.agent ?? ''],
+    ['tool', (w) => w.tool ?? ''],
+    ['ticket', (w) => w.ticket ?? ''],
+    ['waiting', (w) => (w.since === null ? '' : age(w.since, now)), 'n'],
+  ]),
+)}
+${section(
+  'evaluations',
+  'Evaluation attributes',
+  'How often each attribute was recorded; the mean of its values that read as numbers' +
+    " (v_evaluation_attributes; v_evaluation_values has every value's share).",
+  table(d.evaluations, [
+    ['attribute', (e) => e.name],
+    ['evaluations', (e) => int(e.evaluations), 'n'],
+    ['runs', (e) => int(e.runs), 'n'],
+    ['distinct values', (e) => int(e.distinctValues), 'n'],
+    ['mean of numeric values', (e) => fixed2(e.avgNumeric), 'n'],
+  ]),
+)}
+${
+  d.passes
+    ? section(
+        'passes',
+        'Recent sync passes',
+        null,
+        table(d.passes, [
+          ['kind', (p) => p.kind],
+          ['status', (p) => p.status ?? ''],
+          ['started', (p) => formatTimestamp(p.startedAt)],
+          ['took', took, 'n'],
+          ['requests', (p) => (p.requests === null ? '' : int(p.requests)), 'n'],
+        ]),
+      )
+    : ''
+}
 </main>
 </body>
 </html>

@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import { formatTimestamp, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import type { FaultConfig } from './sim-faults.ts';
 import type { RateLimitConfig } from './sim-rate-limit.ts';
-import { errorBody, sendJson, type ServerContext } from './sim-server.ts';
+import { errorBody, type ServerContext, sendJson } from './sim-server.ts';
 
 // Control endpoints under /_sim/ for a simulator running in another process (docker compose,
 // `runsync simulate`): move the clock, switch faults, manage keys, read counters. Not part of the

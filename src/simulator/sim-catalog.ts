@@ -1,5 +1,5 @@
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR, type Micros } from '../util/timestamp.ts';
-import { Rng, rngFor } from './sim-random.ts';
+import { type Rng, rngFor } from './sim-random.ts';
 import { deepJson, jsonValue, paragraph, sentence, slug, title } from './sim-text.ts';
 
 // The catalog (tools, agents, guidelines, guardrails, runbooks) is small, so it is generated whole
@@ -67,12 +67,28 @@ export interface ToolIdentity {
 }
 
 const SERVICE_IDS = [
-  'knowledge_search', 'web_search', 'translate', 'sentiment', 'summarize', 'handoff', 'calculator',
-  'knowledge/search.v2', 'discount%calc', 'übersetzung', 'date time', 'order.lookup',
+  'knowledge_search',
+  'web_search',
+  'translate',
+  'sentiment',
+  'summarize',
+  'handoff',
+  'calculator',
+  'knowledge/search.v2',
+  'discount%calc',
+  'übersetzung',
+  'date time',
+  'order.lookup',
 ];
 const INTEGRATIONS = [
-  ['zendesk', 'Zendesk'], ['shopify', 'Shopify'], ['salesforce', 'Salesforce'], ['stripe', 'Stripe'],
-  ['jira', 'Jira'], ['slack', 'Slack'], ['hubspot', 'HubSpot'], ['gorgias', 'Gorgias'],
+  ['zendesk', 'Zendesk'],
+  ['shopify', 'Shopify'],
+  ['salesforce', 'Salesforce'],
+  ['stripe', 'Stripe'],
+  ['jira', 'Jira'],
+  ['slack', 'Slack'],
+  ['hubspot', 'HubSpot'],
+  ['gorgias', 'Gorgias'],
 ] as const;
 const VERBS = ['get', 'update', 'create', 'search', 'cancel', 'refund', 'list', 'close', 'tag', 'notify'];
 const NOUNS = ['ticket', 'order', 'customer', 'invoice', 'subscription', 'shipment', 'user', 'issue'];
@@ -102,8 +118,18 @@ export class SimCatalog {
       runbook: this.makeEntities('runbook', sizes.runbooks),
     };
     for (const list of Object.values(this.entities)) for (const e of list) this.byId.set(`${e.kind}/${e.id}`, e);
-    const catNames = ['Billing', 'Shipping', 'Returns & exchanges', 'Account access', 'Technical issue',
-      'Feedback', 'Réclamations', '配送の問題', 'Доставка', 'Pedidos 📦'];
+    const catNames = [
+      'Billing',
+      'Shipping',
+      'Returns & exchanges',
+      'Account access',
+      'Technical issue',
+      'Feedback',
+      'Réclamations',
+      '配送の問題',
+      'Доставка',
+      'Pedidos 📦',
+    ];
     this.categories = catNames.map((name, i) => ({ id: rngFor(seed, 'category', i).uuid(), name }));
     const attrs = [
       ['CSAT prediction', 'Predicted customer satisfaction, 1 to 5'],
@@ -388,13 +414,7 @@ export class SimCatalog {
     };
   }
 
-  private renderAgent(
-    entity: CatalogEntity,
-    rng: Rng,
-    stable: Rng,
-    created: string,
-    updated: string,
-  ): Json {
+  private renderAgent(entity: CatalogEntity, rng: Rng, stable: Rng, created: string, updated: string): Json {
     const ids = (kind: CatalogKind, max: number) => {
       const list = this.entities[kind];
       const n = rng.int(0, Math.min(max, list.length));
@@ -402,8 +422,20 @@ export class SimCatalog {
       for (let k = 0; k < n; k++) chosen.add((rng.pick(list) as CatalogEntity).id);
       return [...chosen];
     };
-    const names = ['Aria', 'Support Bot', 'Kundenservice', 'Returns helper', 'サポート', 'Billing agent',
-      'Tier-1 triage', 'VIP concierge', 'Helpdesk ✨', 'Agent "Nova"', 'Shipping desk', 'Escalations'];
+    const names = [
+      'Aria',
+      'Support Bot',
+      'Kundenservice',
+      'Returns helper',
+      'サポート',
+      'Billing agent',
+      'Tier-1 triage',
+      'VIP concierge',
+      'Helpdesk ✨',
+      'Agent "Nova"',
+      'Shipping desk',
+      'Escalations',
+    ];
     return {
       id: entity.id,
       object: 'agent',
@@ -473,4 +505,3 @@ function exp(rng: Rng, meanDays: number): number {
   if (!Number.isFinite(meanDays)) return Infinity;
   return -Math.log(1 - rng.next()) * meanDays;
 }
-

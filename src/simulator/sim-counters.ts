@@ -40,7 +40,8 @@ export class SimCounters {
     const byEndpoint: Record<string, Record<string, number>> = {};
     const byStatus: Record<string, number> = {};
     for (const r of this.records) {
-      const e = (byEndpoint[r.endpoint] ??= {});
+      byEndpoint[r.endpoint] ??= {};
+      const e = byEndpoint[r.endpoint] as Record<string, number>;
       e[r.status] = (e[r.status] ?? 0) + 1;
       byStatus[r.status] = (byStatus[r.status] ?? 0) + 1;
     }
@@ -57,7 +58,10 @@ export class SimCounters {
 
   /** The most requests that arrived within any window of `windowMs` (sliding), optionally filtered. */
   maxInWindow(windowMs: number, keep: (r: RequestRecord) => boolean = () => true): number {
-    const times = this.records.filter(keep).map((r) => r.t).sort((a, b) => a - b);
+    const times = this.records
+      .filter(keep)
+      .map((r) => r.t)
+      .sort((a, b) => a - b);
     let best = 0;
     let lo = 0;
     for (let hi = 0; hi < times.length; hi++) {

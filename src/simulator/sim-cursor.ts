@@ -2,7 +2,9 @@ import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { QueryError } from './sim-query.ts';
 
 // Opaque, signed cursors. The position inside is meaningless to clients and a changed byte is
-// refused; a cursor only works for the endpoint and filters that produced it, and may expire.
+// refused; a cursor only works for the endpoint and filters that produced it, and expires: each
+// cursor `ttlMs` after it was handed out (0: at once), whichever page of a listing it leads to.
+// A refused cursor is a 400 `invalid_request`, the spec's answer to a request that is not valid.
 
 interface CursorBody<P> {
   /** endpoint */
@@ -42,7 +44,9 @@ export class CursorCodec {
     const body = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as CursorBody<P>;
     if (body.e !== endpoint) throw new QueryError('cursor belongs to another endpoint');
     if (body.f !== digest(fingerprint)) throw new QueryError('cursor was issued for different filters');
-    if (this.ttlMs !== null && this.nowMs() - body.t > this.ttlMs) throw new QueryError('cursor has expired');
+    if (this.ttlMs !== null && this.nowMs() - body.t >= this.ttlMs) {
+      throw new QueryError('cursor has expired; restart paging from the first page');
+    }
     return body.p;
   }
 

@@ -1,4 +1,4 @@
-import { parseTimestamp, type Micros } from '../util/timestamp.ts';
+import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 
 // Query validation for every list endpoint, bound by bound as the spec's Limits table states.
 // Unknown parameters are refused rather than ignored: a client sending a filter the API does not
@@ -158,7 +158,9 @@ export function parseRunsQuery(q: URLSearchParams): { paging: Paging; filter: Ru
     if (!name.startsWith('metadata.')) continue;
     const key = name.slice('metadata.'.length);
     if (!METADATA_KEY.test(key)) {
-      throw new QueryError(`${name}: the metadata key may contain only letters, digits, dots, underscores, dashes or colons`);
+      throw new QueryError(
+        `${name}: the metadata key may contain only letters, digits, dots, underscores, dashes or colons`,
+      );
     }
     const value = text(p, name, 500);
     if (value !== null) metadata[key] = value;

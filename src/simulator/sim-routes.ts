@@ -2,15 +2,15 @@ import type { CatalogKind, Json } from './sim-catalog.ts';
 import type { CursorCodec } from './sim-cursor.ts';
 import {
   filterFingerprint,
+  type Paging,
   parseGuardrailsQuery,
   parsePlainListQuery,
   parseRunsQuery,
   parseToolsQuery,
   QueryError,
   rejectAnyQuery,
-  type Paging,
 } from './sim-query.ts';
-import { SimWorld, type CatalogPosition } from './sim-world.ts';
+import { type CatalogPosition, SimWorld } from './sim-world.ts';
 
 // The 13 GET endpoints of the Export API: routing, scopes, and handlers that turn a validated query
 // into a response body. Transport concerns (auth, rate limits, faults) live in sim-server.ts.
@@ -23,9 +23,19 @@ export type EndpointName =
   | 'mcp';
 
 export const ENDPOINTS: readonly EndpointName[] = [
-  'runs.list', 'runs.get', 'runs.toolOptions',
-  'tools.list', 'tools.get', 'agents.list', 'agents.get', 'guidelines.list', 'guidelines.get',
-  'guardrails.list', 'guardrails.get', 'runbooks.list', 'runbooks.get',
+  'runs.list',
+  'runs.get',
+  'runs.toolOptions',
+  'tools.list',
+  'tools.get',
+  'agents.list',
+  'agents.get',
+  'guidelines.list',
+  'guidelines.get',
+  'guardrails.list',
+  'guardrails.get',
+  'runbooks.list',
+  'runbooks.get',
 ];
 
 const COLLECTIONS = {
@@ -58,7 +68,8 @@ export function matchRoute(segments: string[]): Route | null {
   const [, , name, id, ...rest] = segments;
   if (rest.length > 0 || id === '') return null;
   if (name === 'runs') {
-    if (id === undefined) return { endpoint: 'runs.list', scope: 'api:runs:read', method: 'GET', id: null, collection: null };
+    if (id === undefined)
+      return { endpoint: 'runs.list', scope: 'api:runs:read', method: 'GET', id: null, collection: null };
     if (id === 'tool-options') {
       return { endpoint: 'runs.toolOptions', scope: 'api:runs:read', method: 'GET', id: null, collection: null };
     }
@@ -129,7 +140,8 @@ export class SimHandlers {
       paging = parsePlainListQuery(query).paging;
     }
     const fp = filterFingerprint(query);
-    const after = paging.cursor === null ? null : this.position<CatalogPosition>(route.endpoint, fp, paging.cursor, isPosition);
+    const after =
+      paging.cursor === null ? null : this.position<CatalogPosition>(route.endpoint, fp, paging.cursor, isPosition);
     const page = this.world.listCatalog(kind, after, paging.limit, keep);
     const next = page.next === null ? null : this.cursors.encode(route.endpoint, fp, page.next);
     return listBody(page.items, paging.limit, next);

@@ -7,7 +7,7 @@ import {
   type Micros,
 } from '../util/timestamp.ts';
 import type { CatalogEntity, Json, SimCatalog } from './sim-catalog.ts';
-import { hashKeys, indexedUuid, indexOfUuid, Rng, rngFor } from './sim-random.ts';
+import { hashKeys, indexedUuid, indexOfUuid, type Rng, rngFor } from './sim-random.ts';
 import { deepJson, jsonValue, paragraph, personName, sentence, title } from './sim-text.ts';
 
 // Runs form an endless sequence: run i is created at a time that grows with i, so a created-time
@@ -81,15 +81,55 @@ export interface PoolTool {
   requiresApproval: boolean;
 }
 
-const STEP_TYPES = ['reasoning', 'message', 'knowledge_search', 'classification', 'handoff', 'guardrail_check', 'plan', 'note'];
-const SOURCES = ['email', 'chat', 'api', 'zendesk', 'intercom', 'slack', 'web_widget', 'phone', 'messenger:whatsapp', 'フォーム'];
+const STEP_TYPES = [
+  'reasoning',
+  'message',
+  'knowledge_search',
+  'classification',
+  'handoff',
+  'guardrail_check',
+  'plan',
+  'note',
+];
+const SOURCES = [
+  'email',
+  'chat',
+  'api',
+  'zendesk',
+  'intercom',
+  'slack',
+  'web_widget',
+  'phone',
+  'messenger:whatsapp',
+  'フォーム',
+];
 const ROLES = ['customer', 'ai_agent', 'human_agent', 'system', 'internal_note'];
-const TAGS = ['vip', 'refund', 'shipping', 'billing', 'urgent', 'de', 'fr', 'ja', 'bug', 'feature_request', 'müll', '返品', 'churn-risk'];
+const TAGS = [
+  'vip',
+  'refund',
+  'shipping',
+  'billing',
+  'urgent',
+  'de',
+  'fr',
+  'ja',
+  'bug',
+  'feature_request',
+  'müll',
+  '返品',
+  'churn-risk',
+];
 
 export class RunUniverse {
   private readonly interval: number;
   readonly toolPool: PoolTool[];
   private readonly planCache = new Map<number, RunPlan>();
+  /**
+   * When the API grew: versions of runs from this time on carry members the spec does not list
+   * (cost_usd on a run, latency_ms on a step, an array of citations), as an API that gains
+   * fields would send them. Null: the spec's members only.
+   */
+  grownSince: Micros | null = null;
 
   constructor(
     readonly opts: RunUniverseOptions,
@@ -201,7 +241,11 @@ export class RunUniverse {
     const agent = (agentHidden ? rngFor(seed, 'run-agent', i).pick(agents) : rng.pick(agents)) as CatalogEntity;
     const categoryIdx = rng.chance(0.06) ? null : rng.int(0, this.catalog.categories.length - 1);
     const metadata: Record<string, string> = {
-      plan: rng.weighted([['free', 5], ['pro', 3], ['enterprise', 1]]),
+      plan: rng.weighted([
+        ['free', 5],
+        ['pro', 3],
+        ['enterprise', 1],
+      ]),
       region: rng.pick(['eu', 'us', 'apac']),
       'brand.id': `b-${rng.int(1, 5)}`,
       'channel:type': rng.pick(['web', 'mobile', 'email']),
@@ -261,15 +305,29 @@ export class RunUniverse {
     });
     const resolution = (type: string) => ({ type, summary: sentence(rng, 4, 12) });
     const settledResolution = () =>
-      resolution(rng.weighted([['deflected', 45], ['resolved', 35], ['escalated', 20]]));
+      resolution(
+        rng.weighted([
+          ['deflected', 45],
+          ['resolved', 35],
+          ['escalated', 20],
+        ]),
+      );
     const after = (t: Micros, min: number, max: number) => t + Math.floor(rng.logUniform(min, max));
     const start = v(c, 'running', 0.3, { resolution: rng.chance(0.3) ? resolution('pending') : null });
     const done = (at: Micros, status: string | null, res: RunVersion['resolution']) =>
       v(at, status, 1, { resolution: res, evals: E, droppedStep: rng.chance(0.1) ? 1 : null });
 
     const kind = rng.weighted<string>([
-      ['quick', 52], ['single', 10], ['failed', 7], ['cancelled', 2], ['approval', 10], ['scheduled', 5],
-      ['pendingResolution', 8], ['longPaused', 4], ['stuck', 1], ['nullStatus', 1],
+      ['quick', 52],
+      ['single', 10],
+      ['failed', 7],
+      ['cancelled', 2],
+      ['approval', 10],
+      ['scheduled', 5],
+      ['pendingResolution', 8],
+      ['longPaused', 4],
+      ['stuck', 1],
+      ['nullStatus', 1],
     ]);
     const out: RunVersion[] = [];
     switch (kind) {
@@ -280,11 +338,20 @@ export class RunUniverse {
         out.push(done(c, null, null));
         break;
       case 'quick':
-        out.push(start, done(after(c, 20 * MICROS_PER_SECOND, 15 * MICROS_PER_MINUTE), 'completed', settledResolution()));
+        out.push(
+          start,
+          done(after(c, 20 * MICROS_PER_SECOND, 15 * MICROS_PER_MINUTE), 'completed', settledResolution()),
+        );
         break;
       case 'failed':
-        out.push(start, done(after(c, 5 * MICROS_PER_SECOND, 5 * MICROS_PER_MINUTE), 'failed',
-          rng.chance(0.4) ? resolution('escalated') : null));
+        out.push(
+          start,
+          done(
+            after(c, 5 * MICROS_PER_SECOND, 5 * MICROS_PER_MINUTE),
+            'failed',
+            rng.chance(0.4) ? resolution('escalated') : null,
+          ),
+        );
         break;
       case 'cancelled':
         out.push(start, done(after(c, 10 * MICROS_PER_SECOND, MICROS_PER_HOUR), 'cancelled', null));
@@ -299,7 +366,12 @@ export class RunUniverse {
         const t3 = after(t2, 10 * MICROS_PER_SECOND, 10 * MICROS_PER_MINUTE);
         out.push(
           start,
-          v(t1, 'paused', 0.5, { waiting: true, pendingStep: pending, steps: pending + 1, resolution: start.resolution }),
+          v(t1, 'paused', 0.5, {
+            waiting: true,
+            pendingStep: pending,
+            steps: pending + 1,
+            resolution: start.resolution,
+          }),
           v(t2, 'running', 0.7, { steps: Math.max(pending + 1, Math.ceil(S * 0.7)), resolution: start.resolution }),
           done(t3, 'completed', settledResolution()),
         );
@@ -312,20 +384,35 @@ export class RunUniverse {
           start,
           v(t1, 'paused', 0.5, { scheduledResumeAt: resumeAt }),
           v(resumeAt + rng.int(0, 5 * MICROS_PER_SECOND), 'running', 0.7),
-          done(after(resumeAt + 5 * MICROS_PER_SECOND, 10 * MICROS_PER_SECOND, 20 * MICROS_PER_MINUTE), 'completed', settledResolution()),
+          done(
+            after(resumeAt + 5 * MICROS_PER_SECOND, 10 * MICROS_PER_SECOND, 20 * MICROS_PER_MINUTE),
+            'completed',
+            settledResolution(),
+          ),
         );
         break;
       }
       case 'pendingResolution': {
         const t1 = after(c, 30 * MICROS_PER_SECOND, 20 * MICROS_PER_MINUTE);
         const first = done(t1, 'completed', resolution('pending'));
-        out.push(start, first, { ...first, at: after(t1, MICROS_PER_HOUR, 21 * MICROS_PER_DAY), resolution: settledResolution() });
+        out.push(start, first, {
+          ...first,
+          at: after(t1, MICROS_PER_HOUR, 21 * MICROS_PER_DAY),
+          resolution: settledResolution(),
+        });
         break;
       }
       case 'longPaused': {
         const t1 = after(c, MICROS_PER_MINUTE, MICROS_PER_HOUR);
-        out.push(start, v(t1, 'paused', 0.5), done(t1 + Math.floor((7 + rng.next() * 18) * MICROS_PER_DAY),
-          rng.chance(0.7) ? 'completed' : 'cancelled', settledResolution()));
+        out.push(
+          start,
+          v(t1, 'paused', 0.5),
+          done(
+            t1 + Math.floor((7 + rng.next() * 18) * MICROS_PER_DAY),
+            rng.chance(0.7) ? 'completed' : 'cancelled',
+            settledResolution(),
+          ),
+        );
         break;
       }
       default: // stuck: paused, never settles
@@ -335,7 +422,12 @@ export class RunUniverse {
     if (kind !== 'stuck' && rng.chance(this.opts.postSettleFraction)) {
       // Settled, then changed again: an evaluation recorded late, sometimes a corrected resolution.
       const corrected = last.resolution && rng.chance(0.5) ? settledResolution() : last.resolution;
-      out.push({ ...last, at: after(last.at, MICROS_PER_HOUR, 10 * MICROS_PER_DAY), evals: last.evals + 1, resolution: corrected });
+      out.push({
+        ...last,
+        at: after(last.at, MICROS_PER_HOUR, 10 * MICROS_PER_DAY),
+        evals: last.evals + 1,
+        resolution: corrected,
+      });
     }
     // Sub-second jitter so versions carry microseconds.
     for (const ver of out) if (ver !== out[0]) ver.at += rng.int(1, 999_999);
@@ -344,7 +436,8 @@ export class RunUniverse {
       const prev = out[k - 1] as RunVersion;
       if (cur.at <= prev.at) cur.at = prev.at + 1;
     }
-    for (const ver of out) ver.duration = ver.status === 'running' || ver.status === 'paused' ? dur(ver.at) : ver.duration;
+    for (const ver of out)
+      ver.duration = ver.status === 'running' || ver.status === 'paused' ? dur(ver.at) : ver.duration;
     return out;
   }
 
@@ -381,7 +474,11 @@ export class RunUniverse {
   }
 
   agentSnapshot(plan: RunPlan): { id: string; name: string; description: string } {
-    const state = this.catalog.stateAt(plan.agent, plan.createdAt) ?? { entity: plan.agent, version: 0, updatedAt: plan.createdAt };
+    const state = this.catalog.stateAt(plan.agent, plan.createdAt) ?? {
+      entity: plan.agent,
+      version: 0,
+      updatedAt: plan.createdAt,
+    };
     const rendered = this.catalog.render(state);
     return { id: plan.agent.id, name: rendered.name as string, description: rendered.description as string };
   }
@@ -399,7 +496,7 @@ export class RunUniverse {
   summary(plan: RunPlan, v: RunVersion): Json {
     const rng = rngFor(this.opts.seed, 'run-summary', plan.index);
     if (!plan.agentHidden) rng.next(); // the draw listedAgent made for the name
-    const category = plan.categoryIdx === null ? null : this.catalog.categories[plan.categoryIdx] ?? null;
+    const category = plan.categoryIdx === null ? null : (this.catalog.categories[plan.categoryIdx] ?? null);
     const messaging = plan.ticketId.startsWith('conv_');
     const categoryIdNull = category !== null && rng.chance(0.05);
     const categoryNameNull = rngFor(this.opts.seed, 'run-category-name', plan.index).chance(0.03);
@@ -417,7 +514,9 @@ export class RunUniverse {
         url: messaging ? null : `https://support.example.com/tickets/${encodeURIComponent(plan.ticketId)}`,
       },
       agent: this.listedAgent(plan),
-      category: category ? { id: categoryIdNull ? null : category.id, name: categoryNameNull ? null : category.name } : null,
+      category: category
+        ? { id: categoryIdNull ? null : category.id, name: categoryNameNull ? null : category.name }
+        : null,
       resolution: v.resolution,
       trigger: this.trigger(plan, false),
       approval: {
@@ -511,7 +610,7 @@ export class RunUniverse {
         id: r.uuid(),
         order: k + 1,
         role,
-        user_name: role === 'ai_agent' ? agent?.name ?? 'Assistant' : personName(r),
+        user_name: role === 'ai_agent' ? (agent?.name ?? 'Assistant') : personName(r),
         message: paragraph(r, 1, 4),
         source_timestamp: r.weighted([
           [formatTimestamp(at - 1000 * r.int(0, 9999)), 6],
@@ -523,22 +622,50 @@ export class RunUniverse {
     }
 
     const steps: Json[] = [];
-    for (const j of this.visibleSteps(plan, v)) steps.push(this.step(plan, v, j, timeOf((x) => x.steps, j)));
+    for (const j of this.visibleSteps(plan, v))
+      steps.push(
+        this.step(
+          plan,
+          v,
+          j,
+          timeOf((x) => x.steps, j),
+        ),
+      );
 
     const evaluation_attributes: Json[] = [];
     for (let k = 0; k < v.evals; k++) {
       const r = rngFor(seed, 'eval', plan.index, k);
-      const attr = this.catalog.attributes[k % this.catalog.attributes.length] as { id: string; name: string; description: string };
+      const attr = this.catalog.attributes[k % this.catalog.attributes.length] as {
+        id: string;
+        name: string;
+        description: string;
+      };
       evaluation_attributes.push({
         id: r.uuid(),
         attribute_id: attr.id,
         name: attr.name,
         description: attr.description,
-        value: r.pick(['1', '2', '3', '4', '5', 'positive', 'neutral', 'negative', 'true', 'false', 'en', 'fr', 'ja', 'refund_request', '']),
+        value: r.pick([
+          '1',
+          '2',
+          '3',
+          '4',
+          '5',
+          'positive',
+          'neutral',
+          'negative',
+          'true',
+          'false',
+          'en',
+          'fr',
+          'ja',
+          'refund_request',
+          '',
+        ]),
         recorded_at: formatTimestamp(timeOf((x) => x.evals, k)),
       });
     }
-    return {
+    const detail: Json = {
       ...base,
       agent,
       trigger: this.trigger(plan, true),
@@ -546,6 +673,21 @@ export class RunUniverse {
       steps,
       evaluation_attributes,
     };
+    return this.grownSince !== null && v.at >= this.grownSince ? this.grown(plan, detail) : detail;
+  }
+
+  private grown(plan: RunPlan, detail: Json): Json {
+    const r = rngFor(this.opts.seed, 'grown', plan.index, 0);
+    const steps = (detail.steps as Json[]).map((s, j) => ({
+      ...s,
+      latency_ms: 20 + ((plan.index * 7 + j * 13) % 900),
+    }));
+    const citations = Array.from({ length: r.int(0, 3) }, (_, k) => ({
+      url: `https://help.example.com/articles/${plan.index * 10 + k}`,
+      title: title(r),
+      score: Math.round(r.logUniform(0.01, 1) * 1000) / 1000,
+    }));
+    return { ...detail, cost_usd: Math.round((detail.duration_seconds as number) * 130) / 100_000, steps, citations };
   }
 
   private step(plan: RunPlan, v: RunVersion, j: number, at: Micros): Json {
@@ -578,7 +720,8 @@ export class RunUniverse {
     } else if (!pendingHere && r.chance(0.005)) {
       output = deepJson(64);
     }
-    if (truncated && typeof output === 'object' && output !== null) output = { partial: JSON.stringify(output).slice(0, 200) + '…' };
+    if (truncated && typeof output === 'object' && output !== null)
+      output = { partial: `${JSON.stringify(output).slice(0, 200)}…` };
     const input: Json = { query: sentence(r, 2, 8), limit: r.int(1, 50) };
     if (redacted) {
       input.customer_email = '[REDACTED]';
@@ -592,7 +735,9 @@ export class RunUniverse {
       output: failed ? null : output,
       redacted,
       truncated,
-      error: failed ? r.pick(['timeout after 30s', 'HTTP 502 from upstream', 'invalid parameter: «id»', 'rate limited by Shopify']) : '',
+      error: failed
+        ? r.pick(['timeout after 30s', 'HTTP 502 from upstream', 'invalid parameter: «id»', 'rate limited by Shopify'])
+        : '',
     };
     return base;
   }
@@ -644,5 +789,3 @@ export const DEFAULT_RUN_OPTIONS = {
   largeOutputFraction: 0.001,
   largeOutputBytes: 64 * 1024,
 } as const;
-
-

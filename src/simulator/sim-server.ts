@@ -1,17 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseDuration, parseTimestamp, type Micros } from '../util/timestamp.ts';
+import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import { handleAdmin } from './sim-admin.ts';
-import { SimKeys, type SimKeySpec } from './sim-auth.ts';
+import { type SimKeySpec, SimKeys } from './sim-auth.ts';
 import type { CatalogSizes, Json } from './sim-catalog.ts';
 import { SimClock } from './sim-clock.ts';
 import { SimCounters } from './sim-counters.ts';
 import { CursorCodec } from './sim-cursor.ts';
-import { SimFaults, type FaultConfig } from './sim-faults.ts';
+import { type FaultConfig, SimFaults } from './sim-faults.ts';
 import { QueryError } from './sim-query.ts';
-import { DEFAULT_RATE_LIMIT, SimRateLimiter, type RateDecision, type RateLimitConfig } from './sim-rate-limit.ts';
-import { matchRoute, NotFound, SimHandlers, type Route } from './sim-routes.ts';
+import { DEFAULT_RATE_LIMIT, type RateDecision, type RateLimitConfig, SimRateLimiter } from './sim-rate-limit.ts';
+import { matchRoute, NotFound, type Route, SimHandlers } from './sim-routes.ts';
 import type { RunUniverseOptions } from './sim-runs.ts';
 import { SimWorld } from './sim-world.ts';
 
@@ -31,7 +31,7 @@ export interface SimulatorOptions {
   keys?: SimKeySpec[];
   rateLimit?: Partial<RateLimitConfig>;
   faults?: Partial<FaultConfig>;
-  /** Cursors older than this are refused (wall time); null: never. */
+  /** Cursors this old are refused (wall time; 0: every cursor); null: never. Applies to every list. */
   cursorTtlMs?: number | null;
   /** Serve the /_sim control endpoints (clock, faults, keys, counters). */
   admin?: boolean;
@@ -90,7 +90,10 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
   const faults = new SimFaults(options.faults);
   const rateLimiter = new SimRateLimiter({ ...DEFAULT_RATE_LIMIT, ...options.rateLimit });
   const counters = new SimCounters();
-  const handlers = new SimHandlers(world, new CursorCodec(seed, options.cursorTtlMs === undefined ? 3_600_000 : options.cursorTtlMs));
+  const handlers = new SimHandlers(
+    world,
+    new CursorCodec(seed, options.cursorTtlMs === undefined ? 3_600_000 : options.cursorTtlMs),
+  );
 
   const ctx: ServerContext = { world, keys, faults, rateLimiter, counters, handlers, admin: options.admin ?? true };
   const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
@@ -160,7 +163,12 @@ export function errorBody(code: string, message: string, reqId: string, retryAft
   return { error };
 }
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(text), ...headers });
   res.end(text);
@@ -176,7 +184,10 @@ function rateHeaders(d: RateDecision): Record<string, string> {
 
 function decodeSegments(rawPath: string): string[] | null {
   try {
-    return rawPath.split('/').slice(1).map((s) => decodeURIComponent(s));
+    return rawPath
+      .split('/')
+      .slice(1)
+      .map((s) => decodeURIComponent(s));
   } catch {
     return null;
   }
@@ -223,7 +234,13 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
     req.socket.destroy();
     return;
   }
-  const fail = (st: number, code: string, message: string, headers: Record<string, string> = {}, retryAfter?: number) => {
+  const fail = (
+    st: number,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+    retryAfter?: number,
+  ) => {
     status = st;
     done();
     sendJson(res, st, errorBody(code, message, reqId, retryAfter), headers);
@@ -277,7 +294,11 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   if (route.endpoint === 'mcp') {
     status = 200;
     done();
-    return sendJson(res, 200, { jsonrpc: '2.0', id: null, error: { code: -32601, message: 'the simulator serves no MCP tools' } });
+    return sendJson(res, 200, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32601, message: 'the simulator serves no MCP tools' },
+    });
   }
 
   let body: Json;
@@ -292,7 +313,7 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   done();
   const headers = route.endpoint === 'runs.list' && rate ? rateHeaders(rate) : {};
   if (fault.action === 'malformed') {
-    const text = JSON.stringify(body).slice(0, 40) + '<!-- upstream error -->';
+    const text = `${JSON.stringify(body).slice(0, 40)}<!-- upstream error -->`;
     res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(text), ...headers });
     res.end(text);
     return;

@@ -13,25 +13,107 @@ const WORDS = (
 ).split(' ');
 
 const FOREIGN = [
-  'commande', 'remboursement', 'livraison', 'Rückerstattung', 'Lieferung', 'Bestellung', 'pedido',
-  'envío', 'reembolso', 'заказ', 'доставка', 'возврат', '注文', '配送', '返金', '订单', '退款',
-  'طلب', 'استرداد', 'הזמנה', 'החזר', '주문', '배송', 'siparişim', 'zamówienie', 'ølkasse', 'façade',
+  'commande',
+  'remboursement',
+  'livraison',
+  'Rückerstattung',
+  'Lieferung',
+  'Bestellung',
+  'pedido',
+  'envío',
+  'reembolso',
+  'заказ',
+  'доставка',
+  'возврат',
+  '注文',
+  '配送',
+  '返金',
+  '订单',
+  '退款',
+  'طلب',
+  'استرداد',
+  'הזמנה',
+  'החזר',
+  '주문',
+  '배송',
+  'siparişim',
+  'zamówienie',
+  'ølkasse',
+  'façade',
 ];
 
 const TRICKY = [
-  '"quoted"', "it's", 'back\\slash', 'tab\there', 'line\nbreak', 'crlf\r\nend', 'para\u2028sep',
-  '\u200fמימין\u200f', 'e\u0301te\u0301', '👩‍👩‍👧‍👦', '🚚📦', '🙂', 'naïve', '€42,00', '¥5000', '50%',
-  '<b>bold</b>', '&amp;', '{"json":true}', "'; DROP TABLE runs; --", '$(whoami)', '../../etc/passwd',
-  '%2F%2e%2e', '\u0007bell', 'NULL', 'null', '',
+  '"quoted"',
+  "it's",
+  'back\\slash',
+  'tab\there',
+  'line\nbreak',
+  'crlf\r\nend',
+  'para\u2028sep',
+  '\u200fמימין\u200f',
+  'e\u0301te\u0301',
+  '👩‍👩‍👧‍👦',
+  '🚚📦',
+  '🙂',
+  'naïve',
+  '€42,00',
+  '¥5000',
+  '50%',
+  '<b>bold</b>',
+  '&amp;',
+  '{"json":true}',
+  "'; DROP TABLE runs; --",
+  '$(whoami)',
+  '../../etc/passwd',
+  '%2F%2e%2e',
+  '\u0007bell',
+  'NULL',
+  'null',
+  '',
 ];
 
 const FIRST = [
-  'Alice', 'José', 'Zoë', 'Łukasz', 'Ólafur', 'Søren', 'Chloé', 'Nguyễn', 'Amara', 'Yuki', 'Ahmed',
-  'Priya', 'Mateo', 'Ingrid', 'Kwame', '王芳', 'محمد', 'Дмитрий', 'Σοφία', 'Aoife', "D'Arcy",
+  'Alice',
+  'José',
+  'Zoë',
+  'Łukasz',
+  'Ólafur',
+  'Søren',
+  'Chloé',
+  'Nguyễn',
+  'Amara',
+  'Yuki',
+  'Ahmed',
+  'Priya',
+  'Mateo',
+  'Ingrid',
+  'Kwame',
+  '王芳',
+  'محمد',
+  'Дмитрий',
+  'Σοφία',
+  'Aoife',
+  "D'Arcy",
 ];
 const LAST = [
-  'Álvarez', 'Müller', 'Dubois', 'Kowalski', 'Ó Briain', "O'Connor", 'Smith', 'Tanaka', 'Okafor',
-  'Rossi', 'Van Dijk', 'Nakamura', 'Johansson', 'Haddad', 'Ivanova', 'Papadopoulos', 'Lê', '李',
+  'Álvarez',
+  'Müller',
+  'Dubois',
+  'Kowalski',
+  'Ó Briain',
+  "O'Connor",
+  'Smith',
+  'Tanaka',
+  'Okafor',
+  'Rossi',
+  'Van Dijk',
+  'Nakamura',
+  'Johansson',
+  'Haddad',
+  'Ivanova',
+  'Papadopoulos',
+  'Lê',
+  '李',
 ];
 
 export function word(rng: Rng): string {
@@ -87,7 +169,8 @@ export function jsonValue(rng: Rng, depth: number): unknown {
   if (r < 0.7) {
     const obj: Record<string, unknown> = {};
     const n = rng.int(1, 5);
-    for (let i = 0; i < n; i++) obj[rng.chance(0.1) ? rng.pick(TRICKY) || 'empty' : slug(rng, 1)] = jsonValue(rng, depth - 1);
+    for (let i = 0; i < n; i++)
+      obj[rng.chance(0.1) ? rng.pick(TRICKY) || 'empty' : slug(rng, 1)] = jsonValue(rng, depth - 1);
     return obj;
   }
   const arr: unknown[] = [];

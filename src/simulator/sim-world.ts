@@ -1,8 +1,15 @@
-import { formatTimestamp, MICROS_PER_DAY, parseTimestamp, type Micros } from '../util/timestamp.ts';
-import { DEFAULT_CATALOG_SIZES, SimCatalog, type CatalogKind, type CatalogSizes, type Json } from './sim-catalog.ts';
+import { formatTimestamp, MICROS_PER_DAY, type Micros, parseTimestamp } from '../util/timestamp.ts';
+import { type CatalogKind, type CatalogSizes, DEFAULT_CATALOG_SIZES, type Json, SimCatalog } from './sim-catalog.ts';
 import type { SimClock } from './sim-clock.ts';
 import type { GuardrailFilter, RunFilter, ToolFilter } from './sim-query.ts';
-import { DEFAULT_RUN_OPTIONS, isOpenSummary, RunUniverse, type RunPlan, type RunUniverseOptions, type RunVersion } from './sim-runs.ts';
+import {
+  DEFAULT_RUN_OPTIONS,
+  isOpenSummary,
+  type RunPlan,
+  RunUniverse,
+  type RunUniverseOptions,
+  type RunVersion,
+} from './sim-runs.ts';
 import { ToolOptionCounter } from './sim-tool-options.ts';
 
 // The simulator's data: what the API would answer at the clock's current time. Handlers ask it;
@@ -88,9 +95,17 @@ export class SimWorld {
     };
     let more = false;
     if (candidates) {
-      for (const i of candidates) if (!visit(i)) { more = true; break; }
+      for (const i of candidates)
+        if (!visit(i)) {
+          more = true;
+          break;
+        }
     } else {
-      for (let i = hi - 1; i >= lo; i--) if (!visit(i)) { more = true; break; }
+      for (let i = hi - 1; i >= lo; i--)
+        if (!visit(i)) {
+          more = true;
+          break;
+        }
     }
     return { items, next: more ? lastIndex : null };
   }
@@ -179,7 +194,8 @@ export class SimWorld {
     const app = t.app as Json | null;
     const mcp = t.mcp as Json | null;
     if (f.integrationId !== null && app?.integration_id !== f.integrationId) return false;
-    if (f.mcpServerId !== null && (mcp?.server_id as string | undefined)?.toLowerCase() !== f.mcpServerId.toLowerCase()) return false;
+    if (f.mcpServerId !== null && (mcp?.server_id as string | undefined)?.toLowerCase() !== f.mcpServerId.toLowerCase())
+      return false;
     if (f.search !== null) {
       const needle = f.search.toLowerCase();
       const hay = [t.name, t.description, app?.integration_name, mcp?.server_name];
@@ -217,7 +233,10 @@ export class SimWorld {
   }
 
   /** Ground truth: every run visible now, oldest first. */
-  *visibleRuns(from: Micros | null = null, to: Micros | null = null): Generator<{ plan: RunPlan; version: RunVersion }> {
+  *visibleRuns(
+    from: Micros | null = null,
+    to: Micros | null = null,
+  ): Generator<{ plan: RunPlan; version: RunVersion }> {
     const now = this.now();
     let hi = this.runs.firstIndexAtOrAfter(now, true);
     if (to !== null) hi = Math.min(hi, this.runs.firstIndexAtOrAfter(to));

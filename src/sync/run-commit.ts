@@ -1,9 +1,9 @@
 import { listValue } from '@duckdb/node-api';
 import { InvalidRecordError, type InvalidRecordReport } from '../api/index.ts';
-import { parseTimestamp, type Micros } from '../util/timestamp.ts';
-import { loadRunDetails, OUTSIZED_MEMORY_LIMIT, type RunLoadResult } from '../warehouse/load-runs.ts';
+import { type Micros, parseTimestamp } from '../util/timestamp.ts';
+import { safeJsonText, stringMember } from '../warehouse/json-text.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
-import { toJsonText } from '../warehouse/json-text.ts';
+import { loadRunDetails, OUTSIZED_MEMORY_LIMIT, type RunLoadResult } from '../warehouse/load-runs.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
 import type { DetailBatch } from './detail-fetcher.ts';
@@ -19,6 +19,8 @@ export interface RunItem extends PipelineItem {
   ready: Promise<DetailBatch>;
   /** The listed summary's updated_at of every run asked for, by id (null when unknown). */
   listed: ReadonlyMap<string, string | null>;
+  /** Summaries of the page that break their schema: kept whole, their runs fetched on their own. */
+  refused?: readonly InvalidRecordReport[];
   counts: Partial<RunCounts>;
   bookkeeping?: (tx: SqlRunner) => Promise<void>;
 }
@@ -29,22 +31,24 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
   const details: unknown[] = [];
   const loaded: string[] = [];
   const failed: { id: string; listedAt: string | null; error: string }[] = [];
+  const reports: InvalidRecordReport[] = [];
   const local: Partial<RunCounts> = { fetched: 0, pending: 0, rejected: 0 };
   for (const item of items) {
     addRunCounts(counts, item.counts);
+    reports.push(...(item.refused ?? []));
     for (const r of (await item.ready).results) {
       if (r.ok) {
         details.push(r.detail);
         loaded.push(r.id);
       } else if (r.error instanceof InvalidRecordError) {
-        // Reported by the client with its payload; fetching it again would give the same.
+        // Kept whole with why; fetching it again would give the same.
+        reports.push(invalidReport(r.error));
         loaded.push(r.id);
       } else {
         failed.push({ id: r.id, listedAt: item.listed.get(r.id) ?? null, error: r.error.message });
       }
     }
   }
-  const reports = [...deps.reports.drain('runs.list'), ...deps.reports.drain('runs.get')];
   const fetchedAt = deps.now();
   const result = await loadSplitting(deps, details, fetchedAt, async (tx) => {
     await clearPending(tx, loaded);
@@ -53,11 +57,18 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     for (const item of items) await item.bookkeeping?.(tx);
   });
   for (const item of items) await (await item.ready).release();
-  for (const f of failed) deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');
+  for (const f of failed)
+    deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');
   local.fetched = details.length;
   local.pending = failed.length;
   local.rejected = result.rejected.length + reports.length;
-  addRunCounts(counts, { ...local, inserted: result.inserted, updated: result.updated, stale: result.stale, childRows: result.childRows });
+  addRunCounts(counts, {
+    ...local,
+    inserted: result.inserted,
+    updated: result.updated,
+    stale: result.stale,
+    childRows: result.childRows,
+  });
 }
 
 /** DuckDB failing on what a batch holds (a payload too large for its memory), not on the warehouse. */
@@ -79,11 +90,17 @@ async function loadSplitting(
   memoryLimit?: string,
 ): Promise<RunLoadResult> {
   try {
-    return await deps.gate.use((wh) => loadRunDetails(wh, details, { fetchedAt, bookkeeping }), memoryLimit ? { memoryLimit } : {});
+    return await deps.gate.use(
+      (wh) => loadRunDetails(wh, details, { fetchedAt, bookkeeping }),
+      memoryLimit ? { memoryLimit } : {},
+    );
   } catch (e) {
     if (!sizedByPayload(e) || details.length === 0) throw e;
     if (details.length > 1) {
-      deps.logger.warn({ runs: details.length, error: (e as Error).message }, 'a batch of run details did not fit; loading it in halves');
+      deps.logger.warn(
+        { runs: details.length, error: (e as Error).message },
+        'a batch of run details did not fit; loading it in halves',
+      );
       const half = Math.ceil(details.length / 2);
       const first = await loadSplitting(deps, details.slice(0, half), fetchedAt, async () => undefined, memoryLimit);
       const second = await loadSplitting(deps, details.slice(half), fetchedAt, bookkeeping, memoryLimit);
@@ -101,28 +118,36 @@ async function loadSplitting(
       };
     }
     if (memoryLimit === undefined) {
-      deps.logger.warn({ runId: idOf(details[0]), error: (e as Error).message }, `a run detail too large for the usual memory; loading it alone with up to ${OUTSIZED_MEMORY_LIMIT}`);
+      deps.logger.warn(
+        { runId: stringMember(details[0], 'id'), error: (e as Error).message },
+        `a run detail too large for the usual memory; loading it alone with up to ${OUTSIZED_MEMORY_LIMIT}`,
+      );
       return loadSplitting(deps, details, fetchedAt, bookkeeping, OUTSIZED_MEMORY_LIMIT);
     }
-    const id = idOf(details[0]);
+    const id = stringMember(details[0], 'id');
     const reason = `could not be loaded: ${(e as Error).message}`;
-    deps.logger.error({ runId: id, error: (e as Error).message }, 'a run detail could not be loaded; kept aside in _sync_rejected');
-    const size = safeJson(details[0]).length;
-    return deps.gate.use((wh) =>
-      loadRunDetails(wh, [], {
-        fetchedAt,
-        bookkeeping: async (tx) => {
-          await insertRejected(tx, 'runs.get', [{ id, reason }], [JSON.stringify({ omitted: `payload of ${size} characters` })], fetchedAt);
-          await bookkeeping(tx);
-        },
-      }),
-    ).then((r) => ({ ...r, received: 1, rejected: [{ id, reason }] }));
+    deps.logger.error(
+      { runId: id, error: (e as Error).message },
+      'a run detail could not be loaded; kept aside in _sync_rejected',
+    );
+    const size = safeJsonText(details[0]).length;
+    return deps.gate
+      .use((wh) =>
+        loadRunDetails(wh, [], {
+          fetchedAt,
+          bookkeeping: async (tx) => {
+            await insertRejected(
+              tx,
+              'runs.get',
+              [{ id, reason, payload: JSON.stringify({ omitted: `payload of ${size} characters` }) }],
+              fetchedAt,
+            );
+            await bookkeeping(tx);
+          },
+        }),
+      )
+      .then((r) => ({ ...r, received: 1, rejected: [{ id, reason }] }));
   }
-}
-
-function idOf(detail: unknown): string | null {
-  const id = (detail as { id?: unknown } | null)?.id;
-  return typeof id === 'string' ? id : null;
 }
 
 async function clearPending(tx: SqlRunner, ids: readonly string[]): Promise<void> {
@@ -130,7 +155,13 @@ async function clearPending(tx: SqlRunner, ids: readonly string[]): Promise<void
   await tx.run(`DELETE FROM _sync_pending_runs WHERE run_id IN (SELECT unnest($1::VARCHAR[]))`, [listValue([...ids])]);
 }
 
-export async function markPending(tx: SqlRunner, id: string, listedAt: string | null, error: string, at: Micros): Promise<void> {
+export async function markPending(
+  tx: SqlRunner,
+  id: string,
+  listedAt: string | null,
+  error: string,
+  at: Micros,
+): Promise<void> {
   const listed = listedAt === null ? null : parseTimestamp(listedAt);
   await tx.run(
     `INSERT INTO _sync_pending_runs VALUES ($1, ${US_TO_TSTZ('$2')}, 1, ${US_TO_TSTZ('$3')}, ${US_TO_TSTZ('$3')}, $4)
@@ -143,22 +174,25 @@ export async function markPending(tx: SqlRunner, id: string, listedAt: string | 
   );
 }
 
+function invalidReport(e: InvalidRecordError): InvalidRecordReport {
+  const endpoint = e.endpoint as InvalidRecordReport['endpoint'];
+  return { endpoint, recordId: e.recordId, requestId: e.requestId, problems: e.problems, record: e.record };
+}
+
 /** Records the client refused, kept whole; a refused summary also puts its run on the pending list. */
 async function keepReports(tx: SqlRunner, reports: readonly InvalidRecordReport[], at: Micros): Promise<void> {
   for (const r of reports) {
     const reason = `breaks the API schema: ${r.problems.slice(0, 5).join('; ')}`;
-    await insertRejected(tx, r.endpoint, [{ id: r.recordId, reason }], [safeJson(r.record)], at);
+    await insertRejected(tx, r.endpoint, [{ id: r.recordId, reason, payload: safeJsonText(r.record) }], at);
     if (r.endpoint === 'runs.list' && r.recordId !== null) {
-      await markPending(tx, r.recordId, null, 'its summary breaks the API schema; the detail is fetched on its own', at);
+      await markPending(
+        tx,
+        r.recordId,
+        null,
+        'its summary breaks the API schema; the detail is fetched on its own',
+        at,
+      );
     }
-  }
-}
-
-function safeJson(v: unknown): string {
-  try {
-    return toJsonText(v);
-  } catch {
-    return JSON.stringify(String(v));
   }
 }
 

@@ -65,7 +65,11 @@ export class RequestMeter {
 
 export async function startAudit(deps: SyncDeps, id: string, kind: PassKind, startedAt: Micros): Promise<void> {
   await deps.gate.use((wh) =>
-    wh.run(`INSERT INTO _sync_audit (id, kind, started_at, status) VALUES ($1, $2, ${US_TO_TSTZ('$3')}, 'running')`, [id, kind, BigInt(startedAt)]),
+    wh.run(`INSERT INTO _sync_audit (id, kind, started_at, status) VALUES ($1, $2, ${US_TO_TSTZ('$3')}, 'running')`, [
+      id,
+      kind,
+      BigInt(startedAt),
+    ]),
   );
 }
 

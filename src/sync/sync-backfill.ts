@@ -1,12 +1,10 @@
 import { createHash } from 'node:crypto';
-import { runListQueries, type RunListFilter } from '../api/index.ts';
-import { exportParquet } from '../export/export-parquet.ts';
-import { withLogFields } from '../util/logger.ts';
+import { type RunListFilter, runListQueries } from '../api/index.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { toJsonText } from '../warehouse/json-text.ts';
-import { finishAudit, passId, RequestMeter, startAudit, type PassStatus, type RequestTally } from './sync-audit.ts';
-import { newWalk, readWalk, walkRuns, type WalkState } from './sync-walk.ts';
+import { OperationError, type OperationResult, runOperation } from './sync-operation.ts';
 import { emptyRunCounts, type RunCounts, type SyncDeps } from './sync-types.ts';
+import { newWalk, readWalk, type WalkState, walkRuns } from './sync-walk.ts';
 
 // A backfill replays a created-time range, a slice (a day by default) at a time, with any filters
 // of the runs list. It never moves the live watermark. Its position is saved with every page under
@@ -22,22 +20,18 @@ export interface BackfillSpec {
   sliceMicros: Micros;
 }
 
-export interface BackfillResult {
-  id: string;
+export interface BackfillResult extends OperationResult {
   key: string;
-  status: PassStatus;
   resumed: boolean;
   slices: number;
   runs: RunCounts;
-  requests: RequestTally;
-  durationMs: number;
-  exportedDates: number;
-  errors: string[];
 }
 
 /** The bookkeeping key of a backfill: the same arguments, the same key. */
 export function backfillKey(spec: BackfillSpec): string {
-  const digest = createHash('sha256').update(toJsonText([spec.from, spec.to, spec.filter, spec.force, spec.sliceMicros])).digest('hex');
+  const digest = createHash('sha256')
+    .update(toJsonText([spec.from, spec.to, spec.filter, spec.force, spec.sliceMicros]))
+    .digest('hex');
   return `backfill.${digest.slice(0, 12)}`;
 }
 
@@ -54,64 +48,52 @@ export interface BackfillOptions {
   export?: boolean;
 }
 
-export async function runBackfill(base: SyncDeps, spec: BackfillSpec, options: BackfillOptions = {}): Promise<BackfillResult> {
+export function runBackfill(
+  deps: SyncDeps,
+  spec: BackfillSpec,
+  options: BackfillOptions = {},
+): Promise<BackfillResult> {
   checkBackfill(spec);
   const key = backfillKey(spec);
-  const startedAt = base.now();
-  const id = passId(startedAt);
-  return withLogFields({ passId: id, backfill: key }, () => backfill(base, spec, options, key, startedAt, id));
-}
-
-async function backfill(deps: SyncDeps, spec: BackfillSpec, options: BackfillOptions, key: string, startedAt: number, id: string): Promise<BackfillResult> {
-  const onProgress = options.onProgress;
-  const t0 = performance.now();
-  const meter = await RequestMeter.begin(deps);
-  const saved = await readWalk(deps, key);
-  const resumed = saved !== undefined && !saved.done;
-  const walk = resumed ? saved : newWalk({ from: spec.from, to: spec.to, sliceMicros: spec.sliceMicros, filter: spec.filter, force: spec.force }, startedAt);
   const slices = Math.ceil((spec.to - spec.from) / spec.sliceMicros);
-  const result: BackfillResult = { id, key, status: 'running', resumed, slices, runs: emptyRunCounts(), requests: await meter.tally(), durationMs: 0, exportedDates: 0, errors: [] };
-  await startAudit(deps, id, 'backfill', startedAt);
-  deps.logger.info({ from: spec.from, to: spec.to, slices, resumed, at: resumed ? walk.position.slice : 0 }, resumed ? 'backfill resumed' : 'backfill started');
-  let failure: unknown = null;
-  try {
-    await walkRuns(deps, key, walk, {
-      onProgress: (state, n) => {
-        deps.logger.info({ slice: Math.min(state.position.slice, n), slices: n, listed: state.listed, fetched: state.fetched }, 'backfill progress');
-        onProgress?.(state, n);
-      },
-    }, result.runs);
-    if (options.export !== false) {
-      const e = await deps.gate.use((wh) => exportParquet(wh));
-      result.exportedDates = e.dates.length;
-    }
-    result.status = 'ok';
-  } catch (e) {
-    failure = e;
-    result.status = deps.signal.aborted ? 'interrupted' : 'failed';
-    result.errors.push(deps.signal.aborted ? 'the backfill was interrupted; the same command resumes it' : e instanceof Error ? e.message : String(e));
-  } finally {
-    result.durationMs = Math.round(performance.now() - t0);
-    result.requests = await meter.tally();
-    await finishAudit(deps, id, {
-      status: result.status,
-      finishedAt: deps.now(),
-      counts: { runs: result.runs, backfill: key, slices },
-      tally: result.requests,
-      errors: result.errors,
-      window: { from: spec.from, to: spec.to },
-    }).catch((err: unknown) => deps.logger.error({ err }, 'could not record the backfill in _sync_audit'));
-  }
-  if (failure !== null) throw new BackfillError(result, failure);
-  return result;
+  return runOperation<BackfillResult>(deps, {
+    kind: 'backfill',
+    logFields: { backfill: key },
+    init: (base) => ({ ...base, key, resumed: false, slices, runs: emptyRunCounts() }),
+    run: (d, result) => backfill(d, spec, options, result),
+    export: options.export !== false,
+    interrupted: 'the backfill was interrupted; the same command resumes it',
+    audit: (r) => ({ counts: { runs: r.runs, backfill: key, slices }, window: { from: spec.from, to: spec.to } }),
+    summary: (r) => ({ runs: r.runs }),
+    failed: (r, cause) => new BackfillError(r, cause),
+  });
 }
 
-export class BackfillError extends Error {
+async function backfill(deps: SyncDeps, spec: BackfillSpec, options: BackfillOptions, result: BackfillResult) {
+  const saved = await readWalk(deps, result.key);
+  result.resumed = saved !== undefined && !saved.done;
+  const walk = result.resumed
+    ? (saved as WalkState)
+    : newWalk(
+        { from: spec.from, to: spec.to, sliceMicros: spec.sliceMicros, filter: spec.filter, force: spec.force },
+        result.startedAt,
+      );
+  deps.logger.info(
+    { from: spec.from, to: spec.to, slices: result.slices, resumed: result.resumed, at: walk.position.slice },
+    result.resumed ? 'backfill resumed' : 'backfill started',
+  );
+  const onProgress = (state: WalkState, n: number) => {
+    const slice = Math.min(state.position.slice, n);
+    deps.logger.info({ slice, slices: n, listed: state.listed, fetched: state.fetched }, 'backfill progress');
+    options.onProgress?.(state, n);
+  };
+  await walkRuns(deps, result.key, walk, { onProgress }, result.runs);
+}
+
+/** A backfill that stopped: what it did so far (its position is saved) and why. */
+export class BackfillError extends OperationError<BackfillResult> {
   override readonly name = 'BackfillError';
-  constructor(
-    readonly backfill: BackfillResult,
-    override readonly cause: unknown,
-  ) {
-    super(backfill.errors[backfill.errors.length - 1] ?? 'the backfill failed');
+  get backfill(): BackfillResult {
+    return this.result;
   }
 }

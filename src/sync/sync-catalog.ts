@@ -1,9 +1,9 @@
-import { CATALOG_KINDS, PermissionError, type CatalogKind, type InvalidRecordReport } from '../api/index.ts';
+import { CATALOG_KINDS, type CatalogKind, type InvalidRecordReport, PermissionError } from '../api/index.ts';
+import { safeJsonText } from '../warehouse/json-text.ts';
 import { loadCatalogListing } from '../warehouse/load-catalog.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
-import { maskToolSecrets } from '../warehouse/mask-secrets.ts';
 import { loadToolOptions } from '../warehouse/load-tool-options.ts';
-import { toJsonText } from '../warehouse/json-text.ts';
+import { maskToolSecrets } from '../warehouse/mask-secrets.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
 import type { SyncDeps } from './sync-types.ts';
 
@@ -46,11 +46,13 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
   for (const kind of CATALOG_KINDS) {
     const listedAt = deps.now();
     const objects: unknown[] = [];
+    const refused: InvalidRecordReport[] = [];
     let pages = 0;
     try {
       for await (const page of deps.api.catalogPages(kind, { pageSize: CATALOG_PAGE_SIZE, signal: deps.signal })) {
         pages++;
         objects.push(...page.items);
+        refused.push(...page.refused);
       }
     } catch (e) {
       if (!(e instanceof PermissionError)) throw e;
@@ -59,12 +61,11 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
     }
     // Records the client refused were still listed: they keep their objects from being taken for
     // deleted, and are kept whole in _sync_rejected.
-    listed.push({ kind, listedAt, objects, pages, refused: deps.reports.drain(`${kind}.`) });
+    listed.push({ kind, listedAt, objects, pages, refused });
   }
   let options: { items: unknown[]; refused: InvalidRecordReport[]; at: number } | null = null;
   try {
-    const items = await deps.api.getRunToolOptions({ signal: deps.signal });
-    options = { items, refused: deps.reports.drain('runs.toolOptions'), at: deps.now() };
+    options = { ...(await deps.api.getRunToolOptions({ signal: deps.signal })), at: deps.now() };
   } catch (e) {
     if (!(e instanceof PermissionError)) throw e;
     deny(deps, result, 'run tool options', e);
@@ -90,7 +91,10 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
     }
     if (options) {
       const o = options;
-      const r = await loadToolOptions(wh, o.items, { fetchedAt: o.at, bookkeeping: (tx) => keepRefused(tx, o.refused, o.at, wh.maskSecrets) });
+      const r = await loadToolOptions(wh, o.items, {
+        fetchedAt: o.at,
+        bookkeeping: (tx) => keepRefused(tx, o.refused, o.at, wh.maskSecrets),
+      });
       result.tables.run_tool_options = {
         pages: 1,
         received: r.received + o.refused.length,
@@ -107,21 +111,22 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
 
 function deny(deps: SyncDeps, result: SnapshotResult, resource: string, e: PermissionError): void {
   result.denied.push({ resource, scope: e.scope, message: e.message });
-  deps.logger.error({ resource, scope: e.scope }, `the API key may not read ${resource}${e.scope ? ` (it lacks the scope ${e.scope})` : ''}; the other resources still sync`);
+  deps.logger.error(
+    { resource, scope: e.scope },
+    `the API key may not read ${resource}${e.scope ? ` (it lacks the scope ${e.scope})` : ''}; the other resources still sync`,
+  );
 }
 
-async function keepRefused(tx: SqlRunner, refused: readonly InvalidRecordReport[], at: number, mask: boolean): Promise<void> {
+async function keepRefused(
+  tx: SqlRunner,
+  refused: readonly InvalidRecordReport[],
+  at: number,
+  mask: boolean,
+): Promise<void> {
   for (const r of refused) {
     // A refused tool still has its custom headers and auth: masked like every stored tool.
     const record = mask && r.endpoint.startsWith('tools.') ? maskToolSecrets(r.record) : r.record;
-    await insertRejected(tx, r.endpoint, [{ id: r.recordId, reason: `breaks the API schema: ${r.problems.slice(0, 5).join('; ')}` }], [safeJson(record)], at);
-  }
-}
-
-function safeJson(v: unknown): string {
-  try {
-    return toJsonText(v);
-  } catch {
-    return JSON.stringify(String(v));
+    const reason = `breaks the API schema: ${r.problems.slice(0, 5).join('; ')}`;
+    await insertRejected(tx, r.endpoint, [{ id: r.recordId, reason, payload: safeJsonText(record) }], at);
   }
 }

@@ -1,10 +1,17 @@
 import type { Micros } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
-import type { SqlRunner } from '../warehouse/warehouse-types.ts';
-import type { Warehouse } from '../warehouse/warehouse-types.ts';
-import { newWalk, readWalk, STORED_MAP_LIMIT, storedUpdatedAt, walkRuns, type WalkHooks, type WalkState } from './sync-walk.ts';
-import { runsWindow, type Window } from './sync-window.ts';
+import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
 import type { RunCounts, SyncDeps } from './sync-types.ts';
+import {
+  newWalk,
+  readWalk,
+  STORED_MAP_LIMIT,
+  storedUpdatedAt,
+  type WalkHooks,
+  type WalkState,
+  walkRuns,
+} from './sync-walk.ts';
+import { runsWindow, type Window } from './sync-window.ts';
 
 // The live window of a pass: [watermark - lookback, pass start - settle), or from the start date
 // on the first pass. The watermark moves only as slices complete, in the transaction of the
@@ -44,7 +51,11 @@ async function moveWatermark(tx: SqlRunner, to: Micros, at: Micros): Promise<voi
   if (current === null || to > current) await setState(tx, WATERMARK_KEY, to, at);
 }
 
-export async function syncLiveWindow(deps: SyncDeps, counts: RunCounts, onProgress?: WalkHooks['onProgress']): Promise<Window> {
+export async function syncLiveWindow(
+  deps: SyncDeps,
+  counts: RunCounts,
+  onProgress?: WalkHooks['onProgress'],
+): Promise<Window> {
   const hooks: WalkHooks = { onSliceDone: (tx, slice) => moveWatermark(tx, slice.to, deps.now()) };
   if (onProgress) hooks.onProgress = onProgress;
   const passStart = deps.now();
@@ -59,16 +70,24 @@ export async function syncLiveWindow(deps: SyncDeps, counts: RunCounts, onProgre
     });
   let { unfinished, next } = await deps.gate.use(async (wh) => {
     const saved = await getState<WalkState>(wh, LIVE_KEY);
-    return saved && !saved.done ? { unfinished: saved, next: null } : { unfinished: null, next: await plan(wh, deps, cut) };
+    return saved && !saved.done
+      ? { unfinished: saved, next: null }
+      : { unfinished: null, next: await plan(wh, deps, cut) };
   });
   if (unfinished) {
-    deps.logger.info({ from: unfinished.from, to: unfinished.to, position: unfinished.position }, 'finishing the window an interrupted pass left');
+    deps.logger.info(
+      { from: unfinished.from, to: unfinished.to, position: unfinished.position },
+      'finishing the window an interrupted pass left',
+    );
     await walkRuns(deps, LIVE_KEY, unfinished, hooks, counts);
     next = await deps.gate.use((wh) => plan(wh, deps, cut));
   }
   const p = next as Plan;
   if (p.window.from >= p.window.to) return p.window;
-  const walk = newWalk({ from: p.window.from, to: p.window.to, sliceMicros: p.sliceMicros, filter: {}, force: false }, passStart);
+  const walk = newWalk(
+    { from: p.window.from, to: p.window.to, sliceMicros: p.sliceMicros, filter: {}, force: false },
+    passStart,
+  );
   await walkRuns(deps, LIVE_KEY, walk, hooks, counts, p.stored);
   return p.window;
 }
@@ -77,17 +96,34 @@ export async function syncLiveWindow(deps: SyncDeps, counts: RunCounts, onProgre
  * Re-lists every run created in [horizon start, before) by its summary and fetches only what moved:
  * runs that looked settled and changed later (an evaluation recorded, a resolution corrected).
  */
-export async function reconcileHorizon(deps: SyncDeps, before: Micros, counts: RunCounts, onProgress?: WalkHooks['onProgress']): Promise<Window> {
+export async function reconcileHorizon(
+  deps: SyncDeps,
+  before: Micros,
+  counts: RunCounts,
+  onProgress?: WalkHooks['onProgress'],
+): Promise<Window> {
   const hooks: WalkHooks = onProgress ? { onProgress } : {};
   const unfinished = await readWalk(deps, RECONCILE_KEY);
   if (unfinished && !unfinished.done) {
-    deps.logger.info({ from: unfinished.from, to: unfinished.to, position: unfinished.position }, 'finishing the reconciliation an interrupted pass left');
+    deps.logger.info(
+      { from: unfinished.from, to: unfinished.to, position: unfinished.position },
+      'finishing the reconciliation an interrupted pass left',
+    );
     await walkRuns(deps, RECONCILE_KEY, unfinished, hooks, counts);
     return { from: unfinished.from, to: unfinished.to };
   }
   const now = deps.now();
-  const p = await deps.gate.use((wh) => plan(wh, deps, () => ({ from: now - deps.settings.openRunHorizon, to: before })));
+  const p = await deps.gate.use((wh) =>
+    plan(wh, deps, () => ({ from: now - deps.settings.openRunHorizon, to: before })),
+  );
   if (p.window.from >= p.window.to) return p.window;
-  await walkRuns(deps, RECONCILE_KEY, newWalk({ ...p.window, sliceMicros: p.sliceMicros, filter: {}, force: false }, now), hooks, counts, p.stored);
+  await walkRuns(
+    deps,
+    RECONCILE_KEY,
+    newWalk({ ...p.window, sliceMicros: p.sliceMicros, filter: {}, force: false }, now),
+    hooks,
+    counts,
+    p.stored,
+  );
   return p.window;
 }

@@ -1,11 +1,11 @@
 import { FilterError, type RunSummary } from '../api/index.ts';
-import { parseTimestamp, type Micros } from '../util/timestamp.ts';
+import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
 import type { Warehouse } from '../warehouse/warehouse-types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
-import { RUNS_PAGE_SIZE } from './sync-walk.ts';
+import { readSlice } from './sync-slice.ts';
 import type { RunCounts, SyncDeps } from './sync-types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
@@ -17,7 +17,9 @@ import type { RunCounts, SyncDeps } from './sync-types.ts';
 // about. Only runs whose summary moved have their detail fetched. A tracked run the listing does
 // not return (its ticket id cannot be used as a filter value, or it changed) is fetched by id.
 
-export function isOpenRun(run: Pick<RunSummary, 'status' | 'approval' | 'scheduled_resume_at' | 'resolution'>): boolean {
+export function isOpenRun(
+  run: Pick<RunSummary, 'status' | 'approval' | 'scheduled_resume_at' | 'resolution'>,
+): boolean {
   return (
     run.status === 'running' ||
     run.status === 'paused' ||
@@ -84,7 +86,12 @@ export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBa
 }
 
 /** Re-checks the open runs created in [from, before); `before` is where this pass's window began. */
-export async function refreshOpenRuns(deps: SyncDeps, from: Micros, before: Micros, counts: RunCounts): Promise<number> {
+export async function refreshOpenRuns(
+  deps: SyncDeps,
+  from: Micros,
+  before: Micros,
+  counts: RunCounts,
+): Promise<number> {
   if (before <= from) return 0;
   const open = await deps.gate.use((wh) => openRuns(wh, from, before));
   if (open.length === 0) return 0;
@@ -97,8 +104,15 @@ export async function refreshOpenRuns(deps: SyncDeps, from: Micros, before: Micr
         for (const batch of batches) {
           const seen = new Set<string>();
           try {
-            const filter = { ticketId: batch.tickets, createdAfter: batch.createdFrom, createdBefore: batch.createdTo };
-            for await (const page of deps.api.runPages(filter, { pageSize: RUNS_PAGE_SIZE, signal })) {
+            // A refused cursor lists the batch again (narrower if it keeps happening); `seen` keeps
+            // a run listed twice from being judged twice.
+            const pages = readSlice(
+              deps,
+              { from: batch.createdFrom, to: batch.createdTo },
+              { part: 0, cursor: null },
+              { filter: { ticketId: batch.tickets }, counts, signal, logFields: { openRuns: batch.runs.size } },
+            );
+            for await (const { page } of pages) {
               const fetch: string[] = [];
               const listed = new Map<string, string | null>();
               let unchanged = 0;
@@ -117,18 +131,26 @@ export async function refreshOpenRuns(deps: SyncDeps, from: Micros, before: Micr
               await push({
                 ready: fetch.length ? fetcher.fetch(fetch) : NO_DETAILS,
                 listed,
+                refused: page.refused,
                 counts: { pages: 1, listed: page.received, changed: fetch.length, unchanged },
               });
             }
           } catch (e) {
             if (!(e instanceof FilterError)) throw e;
-            deps.logger.warn({ parameter: e.parameter, error: e.message }, 'open runs the ticket filter cannot name are checked one by one');
+            deps.logger.warn(
+              { parameter: e.parameter, error: e.message },
+              'open runs the ticket filter cannot name are checked one by one',
+            );
           }
           for (const run of batch.runs.values()) if (!seen.has(run.id)) direct.push(run);
         }
         for (let i = 0; i < direct.length; i += DETAILS_PER_ITEM) {
           const ids = direct.slice(i, i + DETAILS_PER_ITEM).map((r) => r.id);
-          await push({ ready: fetcher.fetch(ids), listed: new Map(ids.map((id) => [id, null])), counts: { changed: ids.length } });
+          await push({
+            ready: fetcher.fetch(ids),
+            listed: new Map(ids.map((id) => [id, null])),
+            counts: { changed: ids.length },
+          });
         }
       },
       (items) => commitRunItems(deps, items, counts),

@@ -1,14 +1,12 @@
-import { AuthError, PermissionError } from '../api/index.ts';
-import { exportParquet, type ExportResult } from '../export/export-parquet.ts';
-import { withLogFields } from '../util/logger.ts';
-import type { Micros } from '../util/timestamp.ts';
-import { finishAudit, passId, RequestMeter, startAudit, type PassKind, type PassStatus, type RequestTally } from './sync-audit.ts';
-import { snapshotCatalog, type SnapshotResult } from './sync-catalog.ts';
+import { PermissionError } from '../api/index.ts';
+import type { PassKind } from './sync-audit.ts';
+import { type SnapshotResult, snapshotCatalog } from './sync-catalog.ts';
 import { reconcileHorizon, syncLiveWindow } from './sync-live.ts';
 import { recordOpenRuns, refreshOpenRuns } from './sync-open-runs.ts';
+import { exportCounts, OperationError, type OperationResult, runOperation } from './sync-operation.ts';
 import { retryPending } from './sync-pending.ts';
-import type { Window } from './sync-window.ts';
 import { emptyRunCounts, type RunCounts, type SyncDeps } from './sync-types.ts';
+import type { Window } from './sync-window.ts';
 
 // One pass, in the contract's order: catalog snapshot, the live runs window, the open runs created
 // before it, (with reconcile: every run of the horizon instead), the details that failed before,
@@ -25,12 +23,7 @@ export interface PassOptions {
   catalog?: boolean;
 }
 
-export interface PassResult {
-  id: string;
-  kind: PassKind;
-  status: PassStatus;
-  startedAt: Micros;
-  durationMs: number;
+export interface PassResult extends OperationResult {
   window: Window | null;
   reconciled: Window | null;
   runs: RunCounts;
@@ -38,99 +31,70 @@ export interface PassResult {
   openRunsChecked: number;
   openRunsTracked: number;
   pendingRetried: number;
-  export: Pick<ExportResult, 'dates' | 'tables' | 'written' | 'removed'> | null;
-  requests: RequestTally;
-  /** One line per problem, for people. */
-  errors: string[];
 }
 
-export async function runPass(base: SyncDeps, options: PassOptions = {}): Promise<PassResult> {
-  const startedAt = base.now();
-  const id = passId(startedAt);
-  // Every line logged during the pass carries its id, the client's and the warehouse's too.
-  return withLogFields({ passId: id }, () => pass(base, options, startedAt, id));
-}
-
-async function pass(deps: SyncDeps, options: PassOptions, startedAt: number, id: string): Promise<PassResult> {
-  const t0 = performance.now();
+export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<PassResult> {
   const kind: PassKind = options.kind === 'snapshot' ? 'snapshot' : options.reconcile ? 'reconcile' : 'sync';
-  const meter = await RequestMeter.begin(deps);
-  const result: PassResult = {
-    id,
+  return runOperation<PassResult>(deps, {
     kind,
-    status: 'running',
-    startedAt,
-    durationMs: 0,
-    window: null,
-    reconciled: null,
-    runs: emptyRunCounts(),
-    catalog: null,
-    openRunsChecked: 0,
-    openRunsTracked: 0,
-    pendingRetried: 0,
-    export: null,
-    requests: await meter.tally(),
-    errors: [],
+    init: (base) => ({
+      ...base,
+      window: null,
+      reconciled: null,
+      runs: emptyRunCounts(),
+      catalog: null,
+      openRunsChecked: 0,
+      openRunsTracked: 0,
+      pendingRetried: 0,
+    }),
+    run: (d, result) => pass(d, options, result),
+    export: options.export !== false,
+    interrupted: 'the pass was interrupted; the next pass resumes where it stopped',
+    audit: (r) => ({
+      counts: {
+        runs: r.runs,
+        catalog: r.catalog?.tables ?? null,
+        openRunsChecked: r.openRunsChecked,
+        openRunsTracked: r.openRunsTracked,
+        pendingRetried: r.pendingRetried,
+        export: exportCounts(r.export),
+      },
+      window: r.window,
+    }),
+    summary: (r) => ({ runs: r.runs }),
+    failed: (r, cause) => new PassError(r, cause),
+  });
+}
+
+async function pass(deps: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
+  deps.logger.info({ kind: result.kind }, 'pass started');
+  // The catalog and the runs go side by side under the one budget: the catalog's few requests
+  // and its load then cost the runs nothing. A failure of either stops the other.
+  const inner = new AbortController();
+  const stop = () => inner.abort(deps.signal.reason);
+  if (deps.signal.aborted) stop();
+  deps.signal.addEventListener('abort', stop, { once: true });
+  const both: SyncDeps = { ...deps, signal: inner.signal };
+  const halt = (e: unknown) => {
+    inner.abort(e);
+    throw e;
   };
-  await startAudit(deps, id, kind, startedAt);
-  deps.logger.info({ kind }, 'pass started');
-  let failure: unknown = null;
-  try {
-    // The catalog and the runs go side by side under the one budget: the catalog's few requests
-    // and its load then cost the runs nothing. A failure of either stops the other.
-    const inner = new AbortController();
-    const stop = () => inner.abort(deps.signal.reason);
-    if (deps.signal.aborted) stop();
-    deps.signal.addEventListener('abort', stop, { once: true });
-    const both: SyncDeps = { ...deps, signal: inner.signal };
-    const halt = (e: unknown) => {
-      inner.abort(e);
-      throw e;
-    };
-    const settled = await Promise.allSettled([
-      options.catalog === false ? Promise.resolve() : snapshotCatalog(both).then((c) => (result.catalog = c), halt),
-      kind === 'snapshot' ? Promise.resolve() : syncRuns(both, options, result).catch(halt),
-    ]);
-    deps.signal.removeEventListener('abort', stop);
-    const failed = settled.find((x): x is PromiseRejectedResult => x.status === 'rejected');
-    // The first failure is the abort reason; the other half then failed only because of it.
-    if (failed) throw deps.signal.aborted ? deps.signal.reason : (inner.signal.reason ?? failed.reason);
-    for (const d of result.catalog?.denied ?? []) result.errors.push(deniedLine(d.resource, d.scope, d.message));
-    if (options.export !== false) {
-      const e = await deps.gate.use((wh) => exportParquet(wh));
-      result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };
-    }
-    result.status = result.errors.length ? 'partial' : 'ok';
-  } catch (e) {
-    result.status = deps.signal.aborted ? 'interrupted' : 'failed';
-    result.errors.push(failureLine(e, deps.signal, deps.gate.dir));
-    failure = e ?? new Error('failed');
-  } finally {
-    result.durationMs = Math.round(performance.now() - t0);
-    result.requests = await meter.tally();
-    const level = result.status === 'ok' ? 'info' : 'error';
-    deps.logger[level]({ status: result.status, durationMs: result.durationMs, requests: result.requests.requests, rateLimited: result.requests.rateLimited, runs: result.runs, errors: result.errors }, 'pass finished');
-    await finishAudit(deps, id, {
-      status: result.status,
-      finishedAt: deps.now(),
-      counts: { runs: result.runs, catalog: result.catalog?.tables ?? null, openRunsChecked: result.openRunsChecked, openRunsTracked: result.openRunsTracked, pendingRetried: result.pendingRetried, export: result.export ? { dates: result.export.dates.length, tables: result.export.tables, files: result.export.written.length } : null },
-      tally: result.requests,
-      errors: result.errors,
-      window: result.window,
-    }).catch((err: unknown) => deps.logger.error({ err }, 'could not record the pass in _sync_audit'));
-  }
-  if (failure !== null) throw new PassError(result, failure);
-  return result;
+  const settled = await Promise.allSettled([
+    options.catalog === false ? Promise.resolve() : snapshotCatalog(both).then((c) => (result.catalog = c), halt),
+    result.kind === 'snapshot' ? Promise.resolve() : syncRuns(both, options, result).catch(halt),
+  ]);
+  deps.signal.removeEventListener('abort', stop);
+  const failed = settled.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+  // The first failure is the abort reason; the other half then failed only because of it.
+  if (failed) throw deps.signal.aborted ? deps.signal.reason : (inner.signal.reason ?? failed.reason);
+  for (const d of result.catalog?.denied ?? []) result.errors.push(deniedLine(d.resource, d.scope, d.message));
 }
 
 /** A pass that stopped: its result so far (committed work is kept) and why. */
-export class PassError extends Error {
+export class PassError extends OperationError<PassResult> {
   override readonly name = 'PassError';
-  constructor(
-    readonly pass: PassResult,
-    override readonly cause: unknown,
-  ) {
-    super(pass.errors[pass.errors.length - 1] ?? 'the pass failed');
+  get pass(): PassResult {
+    return this.result;
   }
 }
 
@@ -145,7 +109,9 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
     } else {
       result.openRunsChecked = await refreshOpenRuns(deps, horizonStart, window.from, result.runs);
     }
-    const passes = await deps.gate.use((wh) => wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`));
+    const passes = await deps.gate.use((wh) =>
+      wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
+    );
     result.pendingRetried = await retryPending(deps, result.runs, Number(passes[0]?.n ?? 0));
     result.openRunsTracked = await deps.gate.use((wh) => recordOpenRuns(wh, horizonStart, deps.now()));
   } catch (e) {
@@ -157,18 +123,4 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
 
 function deniedLine(resource: string, scope: string | null, message: string): string {
   return `the API key may not read ${resource}${scope ? `: it lacks the scope ${scope}` : ''} (${message})`;
-}
-
-function failureLine(e: unknown, signal: AbortSignal, dir: string): string {
-  if (signal.aborted) return 'the pass was interrupted; the next pass resumes where it stopped';
-  if (e instanceof AuthError) return `the API refused the key (401 unauthenticated): ${e.message}; check RUNSYNC_API_KEY`;
-  const message = e instanceof Error ? e.message : String(e);
-  const code = (e as { code?: unknown }).code;
-  if (code === 'ENOSPC' || /No space left on device/i.test(message)) {
-    return `the disk holding ${dir} is full (${message}); what was committed before is kept, nothing half-written; free space and run again`;
-  }
-  if (code === 'EROFS' || code === 'EACCES' || code === 'EPERM' || /Read-only file system|Permission denied/i.test(message)) {
-    return `cannot write to ${dir} (${message}); the warehouse directory must be writable by this user`;
-  }
-  return message;
 }

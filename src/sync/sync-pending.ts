@@ -13,7 +13,9 @@ const PER_ITEM = 100;
 
 export async function retryPending(deps: SyncDeps, counts: RunCounts, passNumber: number): Promise<number> {
   const rows = await deps.gate.use((wh) =>
-    wh.all<{ id: string; attempts: number }>(`SELECT run_id AS id, attempts FROM _sync_pending_runs ORDER BY first_failed_at, run_id`),
+    wh.all<{ id: string; attempts: number }>(
+      `SELECT run_id AS id, attempts FROM _sync_pending_runs ORDER BY first_failed_at, run_id`,
+    ),
   );
   const due = rows.filter((r) => r.attempts < MAX_ATTEMPTS || passNumber % 10 === 0).map((r) => r.id);
   if (due.length === 0) return 0;

@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
-import { createApiClient } from '../api/api-setup.ts';
 import type { RetryPolicy } from '../api/api-retry.ts';
+import { createApiClient } from '../api/api-setup.ts';
 import { SharedRateBudget } from '../budget/budget-rate.ts';
 import type { BudgetStore, RateBudget } from '../budget/budget-types.ts';
 import type { RunsyncConfig } from '../config/config-env.ts';
@@ -8,8 +8,8 @@ import type { Logger } from '../util/logger.ts';
 import { MICROS_PER_DAY, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
 import type { WarehouseLockedError } from '../warehouse/warehouse-errors.ts';
 import { systemMicros } from '../warehouse/warehouse-open.ts';
+import type { SyncDeps, SyncSettings } from './sync-types.ts';
 import { DEFAULT_LOCK_WAIT_MS, WarehouseGate } from './warehouse-gate.ts';
-import { RecordReports, type SyncDeps, type SyncSettings } from './sync-types.ts';
 
 // Builds the engine's dependencies from the configuration: the budgeted client, the warehouse
 // gate, the settings. The CLI and the worker call this; tests pass their own pieces in.
@@ -41,7 +41,6 @@ export interface Engine {
 }
 
 export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
-  const reports = new RecordReports();
   const budget =
     o.budget ??
     new SharedRateBudget({
@@ -53,7 +52,6 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
   const api = createApiClient(config, {
     logger: o.logger,
     budget,
-    onInvalid: reports.push,
     ...(o.dispatcher ? { dispatcher: o.dispatcher } : {}),
     ...(o.retry ? { retry: o.retry } : {}),
   });
@@ -62,7 +60,10 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     dir: config.warehouseDir,
     logger: o.logger,
     lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
+    schemaEvolution: config.schemaEvolution,
     now,
+    signal: o.signal,
+    share: config.share,
     ...(o.onLocked ? { onLocked: o.onLocked } : {}),
   });
   const settings: SyncSettings = {
@@ -70,10 +71,11 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     startDate: config.startDate,
     lookback: config.lookback,
     openRunHorizon: config.openRunHorizon,
+    ...(config.api ? { keySetting: config.api.keySetting } : {}),
     ...o.settings,
   };
   return {
-    deps: { api, gate, logger: o.logger, signal: o.signal, now, settings, reports, budget },
+    deps: { api, gate, logger: o.logger, signal: o.signal, now, settings, budget },
     close: () => api.close(),
   };
 }

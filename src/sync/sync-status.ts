@@ -1,7 +1,9 @@
+import { CATALOG_TABLES, RESOURCES } from '../resources/registry.ts';
+import type { ResourceSpec } from '../resources/resource-types.ts';
+import { applyChanges, type SchemaChange } from '../resources/schema-evolve.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { catalogListedKey } from '../warehouse/load-catalog.ts';
-import { CATALOG_TABLES } from '../warehouse/spec-catalog.ts';
-import { RUN_CHILDREN } from '../warehouse/spec-runs.ts';
+import { readSchemaChanges } from '../warehouse/warehouse-schema.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
 import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './sync-live.ts';
 import type { WalkState } from './sync-walk.ts';
@@ -47,23 +49,38 @@ export interface StatusReport {
   /** Per table: when its data was last brought up to date from the API. */
   tableFreshness: Record<string, Micros | null>;
   exportPending: number;
+  /** What schema evolution did, oldest first: columns and tables added for new API members. */
+  schemaChanges: SchemaChange[];
 }
 
-export const STATUS_TABLES = [
-  'runs', 'run_messages', 'run_steps', 'run_evaluations', 'run_tool_options',
-  'tools', 'tool_parameters', 'agents', 'guidelines', 'guardrails', 'runbooks',
-] as const;
+/** The tables status counts: every resource's live and child tables, evolved ones included. */
+export function statusTables(resources: readonly ResourceSpec[]): string[] {
+  return resources.flatMap((r) => [r.table, ...r.children.map((c) => c.table)]);
+}
+
+export const STATUS_TABLES = statusTables(RESOURCES);
 
 const n = (v: bigint | number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
 export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   const state = new Map(
-    (await db.all<{ key: string; value: string; u: bigint }>(`SELECT key, value::VARCHAR AS value, epoch_us(updated_at) AS u FROM _sync_state`)).map((r) => [
-      r.key,
-      { value: JSON.parse(r.value) as unknown, updatedAt: Number(r.u) },
-    ]),
+    (
+      await db.all<{ key: string; value: string; u: bigint }>(
+        `SELECT key, value::VARCHAR AS value, epoch_us(updated_at) AS u FROM _sync_state`,
+      )
+    ).map((r) => [r.key, { value: JSON.parse(r.value) as unknown, updatedAt: Number(r.u) }]),
   );
-  const passes = await db.all<{ id: string; kind: string; status: string; s: bigint; f: bigint | null; requests: bigint | null; rl: bigint | null; retries: bigint | null; errors: string | null }>(
+  const passes = await db.all<{
+    id: string;
+    kind: string;
+    status: string;
+    s: bigint;
+    f: bigint | null;
+    requests: bigint | null;
+    rl: bigint | null;
+    retries: bigint | null;
+    errors: string | null;
+  }>(
     `SELECT id, kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f, requests, rate_limited AS rl, retries, errors::VARCHAR AS errors
      FROM _sync_audit ORDER BY started_at DESC LIMIT 50`,
   );
@@ -86,17 +103,24 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   const [pending] = await db.all<{ c: bigint; oldest: bigint | null; e: string | null }>(
     `SELECT count(*) AS c, min(epoch_us(first_failed_at)) AS oldest, arg_max(last_error, last_failed_at) AS e FROM _sync_pending_runs`,
   );
+  const schemaChanges = await readSchemaChanges(db);
+  const resources = applyChanges(RESOURCES, schemaChanges);
   const tables: Record<string, number> = {};
-  for (const t of STATUS_TABLES) {
+  for (const t of statusTables(resources)) {
     const [r] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM ${t}`);
     tables[t] = Number(r?.c ?? 0);
   }
-  const [fresh] = await db.all<{ u: bigint | null; f: bigint | null }>(`SELECT max(epoch_us(updated_at)) AS u, max(epoch_us(fetched_at)) AS f FROM runs`);
+  const [fresh] = await db.all<{ u: bigint | null; f: bigint | null }>(
+    `SELECT max(epoch_us(updated_at)) AS u, max(epoch_us(fetched_at)) AS f FROM runs`,
+  );
   const [rejected] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM _sync_rejected`);
-  const [dirty] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM (SELECT DISTINCT table_name, created_date FROM _sync_export_dirty)`);
+  const [dirty] = await db.all<{ c: bigint }>(
+    `SELECT count(*) AS c FROM (SELECT DISTINCT table_name, created_date FROM _sync_export_dirty)`,
+  );
   let catalogListed: Micros | null = null;
   for (const [key, v] of state) {
-    if (key.startsWith('catalog.') && typeof v.value === 'number') catalogListed = Math.max(catalogListed ?? 0, v.value);
+    if (key.startsWith('catalog.') && typeof v.value === 'number')
+      catalogListed = Math.max(catalogListed ?? 0, v.value);
   }
 
   const walks: WalkSummary[] = [];
@@ -104,7 +128,17 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     if (key !== LIVE_KEY && key !== RECONCILE_KEY && !key.startsWith('backfill.')) continue;
     const w = v.value as WalkState;
     const slices = Math.max(1, Math.ceil((w.to - w.from) / w.sliceMicros));
-    walks.push({ key, from: w.from, to: w.to, slices, slice: Math.min(w.position.slice, slices), done: w.done, listed: w.listed, fetched: w.fetched, updatedAt: v.updatedAt });
+    walks.push({
+      key,
+      from: w.from,
+      to: w.to,
+      slices,
+      slice: Math.min(w.position.slice, slices),
+      done: w.done,
+      listed: w.listed,
+      fetched: w.fetched,
+      updatedAt: v.updatedAt,
+    });
   }
   walks.sort((a, b) => b.updatedAt - a.updatedAt);
 
@@ -117,18 +151,27 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   const [opts] = await db.all<{ f: bigint | null }>(`SELECT max(epoch_us(fetched_at)) AS f FROM run_tool_options`);
   tableFreshness.run_tool_options = n(opts?.f);
   // The run tables are as fresh as the last pass that finished its window.
-  const lastRunsPass = passes.find((p) => (p.kind === 'sync' || p.kind === 'reconcile') && p.status !== 'running' && p.f !== null && p.status !== 'failed');
-  for (const t of ['runs', ...RUN_CHILDREN.map((c) => c.table)]) tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
+  const lastRunsPass = passes.find(
+    (p) =>
+      (p.kind === 'sync' || p.kind === 'reconcile') && p.status !== 'running' && p.f !== null && p.status !== 'failed',
+  );
+  for (const t of statusTables(resources.filter((r) => r.table === 'runs')))
+    tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
 
   const watermark = state.get(WATERMARK_KEY)?.value;
   return {
     watermark: typeof watermark === 'number' ? watermark : null,
+    schemaChanges,
     lastPass: passes[0] ? toPass(passes[0]) : null,
-    lastFailure: failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,
+    lastFailure:
+      failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,
     openRuns: {
       total: open.reduce((a, r) => a + Number(r.c), 0),
       byReason: Object.fromEntries(open.map((r) => [r.reason, Number(r.c)])),
-      oldestCreatedAt: open.reduce<Micros | null>((a, r) => (r.oldest === null ? a : Math.min(a ?? Infinity, Number(r.oldest))), null),
+      oldestCreatedAt: open.reduce<Micros | null>(
+        (a, r) => (r.oldest === null ? a : Math.min(a ?? Infinity, Number(r.oldest))),
+        null,
+      ),
     },
     pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
     rejected: Number(rejected?.c ?? 0),

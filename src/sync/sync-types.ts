@@ -1,4 +1,4 @@
-import type { ApiClient, InvalidRecordReport } from '../api/index.ts';
+import type { ApiClient } from '../api/index.ts';
 import type { RateBudget } from '../budget/budget-types.ts';
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
@@ -20,8 +20,15 @@ export interface SyncSettings {
   detailConcurrency: number;
   /** Pages listed ahead of the one being loaded. */
   bufferedPages: number;
+  /**
+   * How far the runs lister may run ahead of the details, in runs to fetch plus one per page (default
+   * LIST_AHEAD_RUNS): it holds a cursor unused only once this much is waiting.
+   */
+  listAheadRuns?: number;
   /** Slice length of long windows, reconciliations and backfills (default a day). */
   sliceMicros: Micros;
+  /** The setting the API key came from, named when the API refuses it. */
+  keySetting?: string;
 }
 
 export interface SyncDeps {
@@ -32,38 +39,10 @@ export interface SyncDeps {
   /** The clock windows are cut with. */
   now: () => Micros;
   settings: SyncSettings;
-  /** Records the client refused (it reports them here, the engine keeps them in _sync_rejected). */
-  reports: RecordReports;
   /** The client's budget, read for requests per endpoint. */
   budget?: RateBudget;
   /** Where run details come from (default: fetched by this process). */
   details?: (signal: AbortSignal) => DetailSource;
-}
-
-/** Collects the client's reports of records that break their schema, for the next commit. */
-export class RecordReports {
-  private pending: InvalidRecordReport[] = [];
-  total = 0;
-
-  readonly push = (report: InvalidRecordReport): void => {
-    this.pending.push(report);
-    this.total++;
-  };
-
-  /** Takes the reports of one endpoint about the given records (a fetch job's own). */
-  drainRecords(endpoint: string, ids: ReadonlySet<string>): InvalidRecordReport[] {
-    const mine = (r: InvalidRecordReport) => r.endpoint === endpoint && r.recordId !== null && ids.has(r.recordId);
-    const out = this.pending.filter(mine);
-    this.pending = this.pending.filter((r) => !mine(r));
-    return out;
-  }
-
-  /** Takes the reports of endpoints starting with `prefix` (all by default). */
-  drain(prefix = ''): InvalidRecordReport[] {
-    const out = this.pending.filter((r) => r.endpoint.startsWith(prefix));
-    this.pending = prefix ? this.pending.filter((r) => !r.endpoint.startsWith(prefix)) : [];
-    return out;
-  }
 }
 
 /** What a walk over run summaries did. */
@@ -87,10 +66,29 @@ export interface RunCounts {
   pending: number;
   /** Records refused (by the schema or the flattening): kept in _sync_rejected. */
   rejected: number;
+  /** Slices (or pieces of one) listed again from their first page because the API refused a cursor. */
+  cursorRestarts: number;
+  /** Of those restarts, the ones that halved the piece being read, after repeated refusals. */
+  narrowed: number;
 }
 
 export function emptyRunCounts(): RunCounts {
-  return { pages: 0, listed: 0, new: 0, changed: 0, unchanged: 0, fetched: 0, inserted: 0, updated: 0, stale: 0, childRows: 0, pending: 0, rejected: 0 };
+  return {
+    pages: 0,
+    listed: 0,
+    new: 0,
+    changed: 0,
+    unchanged: 0,
+    fetched: 0,
+    inserted: 0,
+    updated: 0,
+    stale: 0,
+    childRows: 0,
+    pending: 0,
+    rejected: 0,
+    cursorRestarts: 0,
+    narrowed: 0,
+  };
 }
 
 export function addRunCounts(into: RunCounts, add: Partial<RunCounts>): RunCounts {

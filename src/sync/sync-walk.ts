@@ -1,25 +1,28 @@
-import { FilterError, InvalidRequestError, type ListPage, type RunListFilter, type RunSummary } from '../api/index.ts';
-import { parseTimestamp, type Micros } from '../util/timestamp.ts';
+import type { InvalidRecordReport, ListPage, RunListFilter, RunSummary } from '../api/index.ts';
+import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
 import { detailSource } from './detail-fetcher.ts';
+import { ListAhead } from './list-ahead.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
-import { slices, type Window } from './sync-window.ts';
+import { type CursorRestart, readSlice, type SliceAt } from './sync-slice.ts';
 import type { RunCounts, SyncDeps } from './sync-types.ts';
+import { slices, type Window } from './sync-window.ts';
 
 // A walk reads every run summary created in [from, to), a slice (a day by default) at a time, and
 // fetches the detail of each run that is new or whose summary's updated_at moved past the stored
 // one (or of every run, when forced). The list's order is never relied on: a slice is done when
 // its listing ends, and what each page holds is judged by id against the warehouse.
 //
-// Where it stands (slice, part of a split filter, cursor) is saved with every commit, in the same
-// transaction as the page's rows, so a killed walk resumes at the page after the last one loaded.
-// A saved cursor the API no longer takes makes the slice start over, which costs list requests
-// only: what was loaded is unchanged and is not fetched again.
+// Where it stands (slice, piece, part of a split filter, cursor) is saved with every commit, in the
+// same transaction as the page's rows, so a killed walk resumes at the page after the last one
+// loaded. A cursor the API no longer takes, saved or just handed out, makes the slice (or the piece
+// of it being read) start over, narrower when refusals repeat (sync-slice.ts); this costs list
+// requests only: what was loaded or is already being fetched is not fetched again.
 
-export const RUNS_PAGE_SIZE = 100;
+export { RUNS_PAGE_SIZE } from './sync-slice.ts';
 
 export interface WalkSpec {
   from: Micros;
@@ -31,10 +34,8 @@ export interface WalkSpec {
   force: boolean;
 }
 
-export interface WalkPosition {
+export interface WalkPosition extends SliceAt {
   slice: number;
-  part: number;
-  cursor: string | null;
 }
 
 export interface WalkState extends WalkSpec {
@@ -51,6 +52,8 @@ export interface WalkHooks {
   onSliceDone?: (tx: SqlRunner, slice: Window) => Promise<void>;
   /** Called after each commit. */
   onProgress?: (state: WalkState, slices: number) => void;
+  /** Called when a refused cursor makes a slice start over (or narrower), before it does. */
+  onCursorRefused?: (restart: CursorRestart) => void;
 }
 
 export function newWalk(spec: WalkSpec, startedAt: Micros): WalkState {
@@ -68,13 +71,30 @@ export const STORED_MAP_LIMIT = 250_000;
  * Stored updated_at of the runs created in [from, to): what a page's summaries are judged by. Null
  * when there are more than `limit`, so the walk reads them a slice at a time instead.
  */
-export async function storedUpdatedAt(wh: Warehouse, range: Window, limit: number): Promise<Map<string, Micros> | null> {
+export async function storedUpdatedAt(
+  wh: Warehouse,
+  range: Window,
+  limit: number,
+): Promise<Map<string, Micros> | null> {
   const rows = await wh.all<{ id: string; u: bigint }>(
     `SELECT id, epoch_us(updated_at) AS u FROM runs WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} LIMIT $3`,
     [BigInt(range.from), BigInt(range.to), limit + 1],
   );
   if (rows.length > limit) return null;
   return new Map(rows.map((r) => [r.id, Number(r.u)]));
+}
+
+/** Work a walk lists ahead of its fetches (ids to fetch, plus one per page), unless set. */
+export const LIST_AHEAD_RUNS = 10_000;
+
+/** What a listed page asks for; the walk's position after it goes with it. */
+interface Listed {
+  fetch: string[];
+  listed: Map<string, string | null>;
+  refused: InvalidRecordReport[];
+  counts: Partial<RunCounts>;
+  after: WalkState;
+  bookkeeping: (tx: SqlRunner) => Promise<void>;
 }
 
 /**
@@ -90,67 +110,29 @@ export async function walkRuns(
   preloaded?: Map<string, Micros>,
 ): Promise<WalkState> {
   const parts = slices({ from: start.from, to: start.to }, start.sliceMicros);
-  let state: WalkState = { ...start, position: { ...start.position } };
+  const state: WalkState = { ...start, position: { ...start.position } };
   if (parts.length === 0 || state.position.slice >= parts.length) {
-    state = { ...state, done: true };
-    await deps.gate.use((wh) => wh.transaction((tx) => setState(tx, key, state, deps.now())));
-    return state;
+    const done = { ...state, done: true };
+    await deps.gate.use((wh) => wh.transaction((tx) => setState(tx, key, done, deps.now())));
+    return done;
   }
   const fetcher = detailSource(deps);
+  const ahead = new ListAhead<Listed>(deps.settings.listAheadRuns ?? LIST_AHEAD_RUNS, (l) => 1 + l.fetch.length);
   // The state as of the last commit; each item carries the state after its page.
   let committed = state;
   try {
     await runPipeline<RunItem & { after: WalkState }>(
-      async (push, signal) => {
-        let listed = state.listed;
-        let fetched = state.fetched;
-        // One read for the whole walk when it fits in memory, else one per slice: each read is a
-        // turn at the warehouse, which loads also wait for.
-        const first = parts[state.position.slice] as Window;
-        const whole = preloaded ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT)));
-        for (let s = state.position.slice; s < parts.length; s++) {
-          const slice = parts[s] as Window;
-          const stored = whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ?? new Map<string, Micros>();
-          let resume = s === state.position.slice ? { part: state.position.part, cursor: state.position.cursor } : { part: 0, cursor: null };
-          for (;;) {
-            let fromSavedCursor = resume.cursor !== null;
-            try {
-              const filter: RunListFilter = { ...state.filter, createdAfter: slice.from, createdBefore: slice.to };
-              for await (const page of deps.api.runPages(filter, { resume, pageSize: RUNS_PAGE_SIZE, signal })) {
-                fromSavedCursor = false;
-                const judged = judge(page, stored, state.force);
-                listed += page.received;
-                fetched += judged.fetch.length;
-                const position = nextPosition(s, page);
-                const done = position.slice >= parts.length;
-                const after: WalkState = { ...state, position, done, listed, fetched };
-                const sliceDone = position.slice !== s;
-                await push({
-                  ready: judged.fetch.length ? fetcher.fetch(judged.fetch) : NO_DETAILS,
-                  listed: judged.listed,
-                  counts: { pages: 1, listed: page.received, new: judged.fresh, changed: judged.changed, unchanged: judged.unchanged },
-                  after,
-                  bookkeeping: async (tx) => {
-                    if (sliceDone) await hooks.onSliceDone?.(tx, slice);
-                    await setState(tx, key, after, deps.now());
-                  },
-                });
-              }
-              break;
-            } catch (e) {
-              if (fromSavedCursor && e instanceof InvalidRequestError && !(e instanceof FilterError)) {
-                deps.logger.warn({ key, slice: s, error: e.message }, 'the saved cursor is no longer accepted; reading the slice again from its start');
-                resume = { part: 0, cursor: null };
-                continue;
-              }
-              throw e;
-            }
-          }
-        }
-      },
+      (push, signal) =>
+        ahead.run(listWalk(deps, key, state, parts, { hooks, counts, preloaded, ahead, signal }), (l) =>
+          push({ ...l, ready: l.fetch.length ? fetcher.fetch(l.fetch) : NO_DETAILS }),
+        ),
       async (items) => {
         await commitRunItems(deps, items, counts);
         committed = (items[items.length - 1] as { after: WalkState }).after;
+        deps.logger.debug(
+          { key, position: committed.position, listed: committed.listed, done: committed.done },
+          'walk checkpoint committed',
+        );
         hooks.onProgress?.(committed, parts.length);
       },
       { ahead: deps.settings.bufferedPages, signal: deps.signal },
@@ -159,6 +141,82 @@ export async function walkRuns(
     fetcher.close();
   }
   return committed;
+}
+
+interface ListContext {
+  hooks: WalkHooks;
+  counts: RunCounts;
+  preloaded: Map<string, Micros> | undefined;
+  ahead: ListAhead<Listed>;
+  signal: AbortSignal;
+}
+
+/** Every page of the walk from its position, judged, with the position after it. */
+async function* listWalk(
+  deps: SyncDeps,
+  key: string,
+  state: WalkState,
+  parts: readonly Window[],
+  c: ListContext,
+): AsyncGenerator<Listed> {
+  let listed = state.listed;
+  let fetched = state.fetched;
+  // One read for the whole walk when it fits in memory, else one per slice: each read is a turn at
+  // the warehouse, which loads also wait for. The map also learns what was asked for, so a run
+  // listed again (a slice read anew after a refused cursor) is not fetched twice, even before its
+  // detail is committed.
+  const first = parts[state.position.slice] as Window;
+  const whole =
+    c.preloaded ??
+    (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT)));
+  let position = state.position;
+  for (let s = position.slice; s < parts.length; s = position.slice) {
+    const slice = parts[s] as Window;
+    const stored =
+      whole ??
+      (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ??
+      new Map<string, Micros>();
+    const pages = readSlice(deps, slice, position, {
+      filter: state.filter,
+      counts: c.counts,
+      signal: c.signal,
+      beforeRestart: () => c.ahead.roomToRestart(),
+      ...(c.hooks.onCursorRefused ? { onRestart: c.hooks.onCursorRefused } : {}),
+      logFields: { key, slice: s },
+    });
+    for await (const { page, next } of pages) {
+      const judged = judge(page, stored, state.force);
+      listed += page.received;
+      fetched += judged.fetch.length;
+      position = next.done ? startOf(s + 1, parts, next.width) : { slice: s, ...next.at };
+      const after: WalkState = { ...state, position, done: position.slice >= parts.length, listed, fetched };
+      yield {
+        fetch: judged.fetch,
+        listed: judged.listed,
+        refused: page.refused,
+        counts: {
+          pages: 1,
+          listed: page.received,
+          new: judged.fresh,
+          changed: judged.changed,
+          unchanged: judged.unchanged,
+        },
+        after,
+        bookkeeping: async (tx) => {
+          if (next.done) await c.hooks.onSliceDone?.(tx, slice);
+          await setState(tx, key, after, deps.now());
+        },
+      };
+    }
+    if (position.slice === s) throw new Error(`the listing of slice ${s} of ${key} ended before its last page`);
+  }
+}
+
+/** The position at the start of slice `s`, narrowed to `width` when the slice before had to be. */
+function startOf(s: number, parts: readonly Window[], width: Micros | null): WalkPosition {
+  const slice = parts[s];
+  if (!slice || width === null || width >= slice.to - slice.from) return { slice: s, part: 0, cursor: null };
+  return { slice: s, part: 0, cursor: null, piece: { from: slice.from, to: slice.from + width } };
 }
 
 interface Judged {
@@ -187,10 +245,4 @@ export function judge(page: ListPage<RunSummary>, stored: Map<string, Micros>, f
     if (listedAt !== null) stored.set(s.id, Math.max(listedAt, known ?? listedAt));
   }
   return out;
-}
-
-function nextPosition(slice: number, page: ListPage<RunSummary>): WalkPosition {
-  if (page.hasMore) return { slice, part: page.part, cursor: page.nextCursor };
-  if (page.part + 1 < page.parts) return { slice, part: page.part + 1, cursor: null };
-  return { slice: slice + 1, part: 0, cursor: null };
 }

@@ -1,7 +1,7 @@
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
-import { openWarehouse } from '../warehouse/warehouse-open.ts';
 import type { WarehouseLockedError } from '../warehouse/warehouse-errors.ts';
+import { openWarehouse } from '../warehouse/warehouse-open.ts';
 import type { Warehouse, WarehouseOptions } from '../warehouse/warehouse-types.ts';
 
 // The sync engine's only way into runsync.duckdb. DuckDB lets one process hold the file, and even
@@ -15,10 +15,14 @@ export interface WarehouseGateOptions {
   /** How long one unit waits for a file held by another process (default 10 minutes). */
   lockWaitMs?: number;
   maskSecrets?: boolean;
+  schemaEvolution?: boolean;
   memoryLimit?: string;
   now?: () => Micros;
   /** Told when a unit finds the file held (for status lines and metrics). */
   onLocked?: (error: WarehouseLockedError) => void;
+  /** Stops waiting for a held file. */
+  signal?: AbortSignal;
+  share?: WarehouseOptions['share'];
 }
 
 export const DEFAULT_LOCK_WAIT_MS = 10 * 60_000;
@@ -40,7 +44,10 @@ export class WarehouseGate {
   use<T>(fn: (wh: Warehouse) => Promise<T>, unit: { memoryLimit?: string } = {}): Promise<T> {
     const run = async (): Promise<T> => {
       const t0 = performance.now();
-      const wh = await openWarehouse(this.options.dir, { ...this.openOptions(), ...(unit.memoryLimit ? { memoryLimit: unit.memoryLimit } : {}) });
+      const wh = await openWarehouse(this.options.dir, {
+        ...this.openOptions(),
+        ...(unit.memoryLimit ? { memoryLimit: unit.memoryLimit } : {}),
+      });
       this.lastHolder = undefined;
       const t1 = performance.now();
       let t2 = t1;
@@ -51,7 +58,10 @@ export class WarehouseGate {
       } finally {
         await wh.close();
         const ms = (a: number, b: number) => Math.round(b - a);
-        this.options.logger.debug({ openMs: ms(t0, t1), workMs: ms(t1, t2), closeMs: ms(t2, performance.now()) }, 'warehouse unit');
+        this.options.logger.debug(
+          { openMs: ms(t0, t1), workMs: ms(t1, t2), closeMs: ms(t2, performance.now()) },
+          'warehouse unit',
+        );
       }
     };
     const next = this.chain.then(run, run);
@@ -68,14 +78,20 @@ export class WarehouseGate {
         // One line per holder, not one per retry.
         if (this.lastHolder !== e.holderPid) {
           this.lastHolder = e.holderPid;
-          o.logger.warn({ holderPid: e.holderPid, holder: e.holder }, 'the warehouse is held by another process; waiting for it');
+          o.logger.warn(
+            { holderPid: e.holderPid, holder: e.holder },
+            'the warehouse is held by another process; waiting for it',
+          );
         }
         o.onLocked?.(e);
       },
     };
     if (o.maskSecrets !== undefined) options.maskSecrets = o.maskSecrets;
+    if (o.schemaEvolution !== undefined) options.schemaEvolution = o.schemaEvolution;
     if (o.memoryLimit !== undefined) options.memoryLimit = o.memoryLimit;
     if (o.now !== undefined) options.now = o.now;
+    if (o.signal !== undefined) options.signal = o.signal;
+    if (o.share) options.share = o.share;
     return options;
   }
 }

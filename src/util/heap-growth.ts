@@ -16,7 +16,10 @@ export const HEAP_GROWING_PERCENT = 50;
 
 const FLAG = '--heap-growing-percent';
 
-export function limitHeapGrowth(percent = HEAP_GROWING_PERCENT, given: readonly string[] = [...process.execArgv, process.env.NODE_OPTIONS ?? '']): boolean {
+export function limitHeapGrowth(
+  percent = HEAP_GROWING_PERCENT,
+  given: readonly string[] = [...process.execArgv, process.env.NODE_OPTIONS ?? ''],
+): boolean {
   if (given.some((a) => a.includes(FLAG) || a.includes('--heap_growing_percent'))) return false;
   setFlagsFromString(`${FLAG}=${percent}`);
   return true;

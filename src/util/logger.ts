@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { type DestinationStream, type Logger, pino } from 'pino';
 
 export type { Logger } from 'pino';
 
@@ -60,7 +60,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: options.base ?? null,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
-      mixin: () => logFields.getStore() ?? {},
+      // A copy: pino merges a line's own fields into the object the mixin returns, and the store's
+      // object would otherwise keep them for every later line of the same context.
+      mixin: () => ({ ...logFields.getStore() }),
     },
     stream,
   );

@@ -1,4 +1,12 @@
-import { dateValue, DuckDBDataChunk, DuckDBTypeId, listValue, timestampTZValue, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import {
+  DuckDBDataChunk,
+  type DuckDBType,
+  DuckDBTypeId,
+  type DuckDBValue,
+  dateValue,
+  listValue,
+  timestampTZValue,
+} from '@duckdb/node-api';
 import type { Row } from './flatten-values.ts';
 import { quoteIdent } from './warehouse-sql.ts';
 import type { SqlRunner } from './warehouse-types.ts';
@@ -9,18 +17,29 @@ import type { SqlRunner } from './warehouse-types.ts';
 
 const CHUNK_ROWS = 2048;
 
-export async function appendRows(db: SqlRunner, table: string, rows: readonly Row[], defaults: Row = {}): Promise<void> {
+export async function appendRows(
+  db: SqlRunner,
+  table: string,
+  rows: readonly Row[],
+  defaults: Row = {},
+): Promise<void> {
   if (rows.length === 0) return;
-  const names = (await db.all<{ name: string }>(
-    `SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
-    [table],
-  )).map((r) => r.name);
+  const names = (
+    await db.all<{ name: string }>(
+      `SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+      [table],
+    )
+  ).map((r) => r.name);
   const appender = await db.connection.createAppender(table);
   try {
     const types: DuckDBType[] = names.map((_, i) => appender.columnType(i));
     for (let start = 0; start < rows.length; start += CHUNK_ROWS) {
       const slice = rows.slice(start, start + CHUNK_ROWS);
-      const columns = names.map((name, i) => slice.map((row) => toDuck(name in row ? row[name] : defaults[name], types[i] as DuckDBType, `${table}.${name}`)));
+      const columns = names.map((name, i) =>
+        slice.map((row) =>
+          toDuck(name in row ? row[name] : defaults[name], types[i] as DuckDBType, `${table}.${name}`),
+        ),
+      );
       const chunk = DuckDBDataChunk.create(types, slice.length);
       chunk.setColumns(columns);
       appender.appendDataChunk(chunk);

@@ -28,7 +28,8 @@ export interface CurrentVersion {
 export interface IncomingObject {
   id: string;
   row: Row;
-  parameters: Row[];
+  /** Rows of the resource's child table (tool_parameters), versioned with the object. */
+  children: Row[];
   contentHash: string;
   updatedAt: Micros | null;
   lastRunAt: Micros | null;

@@ -1,56 +1,48 @@
+import { RUN_TOOL_OPTIONS } from '../resources/registry.ts';
+import type { ChildSpec, ResourceSpec } from '../resources/resource-types.ts';
 import { asArray, asObject, flattenColumns, type Row } from './flatten-values.ts';
-import { CATALOG_COLUMNS, TOOL_OPTION_COLUMNS, TOOL_PARAMETER_COLUMNS, type CatalogTable } from './spec-catalog.ts';
 
 // Catalog objects and tool options as rows. Pure, like the run flattening; secrets must already
 // be masked (mask-secrets.ts) when a tool comes here.
 
 export interface CatalogRows {
   row: Row;
-  /** tool_parameters rows (tools only; empty otherwise). */
-  parameters: Row[];
-  /** Parameters left out because an earlier one had the same name (the key is tool_id, name). */
-  duplicateParameters: string[];
+  /** Rows of the resource's child table (tool_parameters for tools; empty otherwise). */
+  children: Row[];
+  /** Child rows left out because an earlier one had the same key (the key is parent key, child key). */
+  duplicateChildren: string[];
 }
 
-export function flattenCatalogObject(table: CatalogTable, obj: unknown): CatalogRows {
+export function flattenCatalogObject(resource: ResourceSpec, obj: unknown): CatalogRows {
   const o = asObject(obj, '');
-  const row = flattenColumns(o, CATALOG_COLUMNS[table], '');
-  if (table !== 'tools') return { row, parameters: [], duplicateParameters: [] };
-  return { row, ...toolParameters(o, row.id as string) };
+  const row = flattenColumns(o, resource.columns, '');
+  const child = resource.children[0];
+  if (!child) return { row, children: [], duplicateChildren: [] };
+  return { row, ...childRows(o, child, row[resource.key] as string) };
 }
 
-function toolParameters(tool: Record<string, unknown>, toolId: string): Omit<CatalogRows, 'row'> {
-  const parameters: Row[] = [];
-  const duplicateParameters: string[] = [];
-  if (tool.parameters === undefined || tool.parameters === null) return { parameters, duplicateParameters };
-  const items = asArray(tool.parameters, 'parameters');
+function childRows(parent: Record<string, unknown>, child: ChildSpec, parentId: string): Omit<CatalogRows, 'row'> {
+  const children: Row[] = [];
+  const duplicateChildren: string[] = [];
+  const value = parent[child.member];
+  if (value === undefined || value === null) return { children, duplicateChildren };
+  const items = asArray(value, child.member);
   const seen = new Set<string>();
   for (let i = 0; i < items.length; i++) {
-    const row: Row = { tool_id: toolId };
-    flattenColumns(asObject(items[i], `parameters[${i}]`), TOOL_PARAMETER_COLUMNS, `parameters[${i}].`, row);
-    const name = row.name as string;
-    if (seen.has(name)) {
-      duplicateParameters.push(name);
+    const row: Row = { [child.parentKey]: parentId };
+    if (child.positionColumn !== undefined) row[child.positionColumn] = i;
+    flattenColumns(asObject(items[i], `${child.member}[${i}]`), child.columns, `${child.member}[${i}].`, row);
+    const key = String(row[child.key]);
+    if (seen.has(key)) {
+      duplicateChildren.push(key);
       continue;
     }
-    seen.add(name);
-    parameters.push({ tool_id: toolId, name, ordinal: i, ...withoutKeys(row, ['tool_id', 'name']) });
+    seen.add(key);
+    children.push(row);
   }
-  return { parameters, duplicateParameters };
+  return { children, duplicateChildren };
 }
 
-function withoutKeys(row: Row, keys: readonly string[]): Row {
-  const out: Row = {};
-  for (const [k, v] of Object.entries(row)) if (!keys.includes(k)) out[k] = v;
-  return out;
+export function flattenToolOption(option: unknown, resource: ResourceSpec = RUN_TOOL_OPTIONS): Row {
+  return flattenColumns(asObject(option, ''), resource.columns, '');
 }
-
-export function flattenToolOption(option: unknown): Row {
-  return flattenColumns(asObject(option, ''), TOOL_OPTION_COLUMNS, '');
-}
-
-export const flattenTool = (tool: unknown): CatalogRows => flattenCatalogObject('tools', tool);
-export const flattenAgent = (agent: unknown): Row => flattenCatalogObject('agents', agent).row;
-export const flattenGuideline = (guideline: unknown): Row => flattenCatalogObject('guidelines', guideline).row;
-export const flattenGuardrail = (guardrail: unknown): Row => flattenCatalogObject('guardrails', guardrail).row;
-export const flattenRunbook = (runbook: unknown): Row => flattenCatalogObject('runbooks', runbook).row;

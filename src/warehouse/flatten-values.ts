@@ -1,23 +1,15 @@
-import type { Micros } from '../util/timestamp.ts';
+import type { ColumnKind, ColumnSpec } from '../resources/resource-types.ts';
+import { type Micros, parseStrictTimestamp } from '../util/timestamp.ts';
 import { toJsonText } from './json-text.ts';
 
-// One column of a flattened table: which member of the API object feeds it and what it holds.
-// Both the TypeScript flatteners and the SQL that stages run details from the raw archive are
-// derived from these specs, so the two cannot disagree on where a value comes from.
+// The cells of one object by the resource's column specs (src/resources). Both the TypeScript
+// flatteners and the SQL that stages run details from the raw archive are derived from the same
+// specs, so the two cannot disagree on where a value comes from.
 
-export type ColumnKind = 'text' | 'boolean' | 'double' | 'bigint' | 'timestamptz' | 'json' | 'text_list';
-
-export interface ColumnSpec {
-  readonly name: string;
-  readonly kind: ColumnKind;
-  /** Member path inside the object; empty parents (null or absent) give a null cell. */
-  readonly path: readonly string[];
-  /** The payload is refused when this member is absent or null. */
-  readonly required?: boolean;
-}
+export type { ColumnKind, ColumnSpec };
 
 /** Timestamps are integer microseconds since the epoch; JSON columns are JSON text. */
-export type Cell = string | number | bigint | boolean | null | readonly (string | null)[];
+export type Cell = string | number | bigint | boolean | null | readonly (string | number | boolean | null)[];
 export type Row = Record<string, Cell>;
 
 /** A payload the flattening refuses, naming the member at fault. */
@@ -31,37 +23,8 @@ export class PayloadError extends Error {
   }
 }
 
-// RFC 3339 as DuckDB also reads it: upper-case T (or a space), seconds up to 59, a zone. Anything
-// DuckDB would refuse is refused here first, with the member named, instead of failing a batch.
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2}):([0-5]\d)(?:\.(\d{1,9}))?(?:(Z)|([+-])(\d{2}):(\d{2}))$/;
-const MONTH_DAYS = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
 const INT64_MAX = 2n ** 63n - 1n;
 const INT64_MIN = -(2n ** 63n);
-
-/** Microseconds since the epoch (fractions beyond them dropped, as DuckDB does), or null. */
-export function parseStrictTimestamp(text: string): Micros | null {
-  const m = TIMESTAMP.exec(text);
-  if (!m) return null;
-  const year = +(m[1] as string);
-  const month = +(m[2] as string);
-  const day = +(m[3] as string);
-  const hour = +(m[4] as string);
-  const minute = +(m[5] as string);
-  const leap = month === 2 && (year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0));
-  if (month < 1 || month > 12 || day < 1 || day > (MONTH_DAYS[month - 1] as number) + (leap ? 1 : 0) || hour > 23 || minute > 59) return null;
-  let offset = 0;
-  if (m[8] === undefined) {
-    const oh = +(m[10] as string);
-    const om = +(m[11] as string);
-    if (oh > 23 || om > 59) return null;
-    offset = (m[9] === '-' ? -1 : 1) * (oh * 60 + om);
-  }
-  const frac = m[7] === undefined ? 0 : +`${m[7]}00000`.slice(0, 6);
-  // Date.UTC reads years 0-99 as 1900-1999: shift by a 400-year Gregorian cycle and back.
-  const shift = year < 100 ? 400 : 0;
-  const ms = Date.UTC(year + shift, month - 1, day, hour, minute, +(m[6] as string)) - (shift ? 146_097 * 86_400_000 : 0);
-  return (ms - offset * 60_000) * 1000 + frac;
-}
 
 function describe(v: unknown): string {
   if (v === undefined) return 'nothing';
@@ -82,33 +45,69 @@ export function readCell(value: unknown, spec: ColumnSpec, where: string, jsonTe
   }
   switch (spec.kind) {
     case 'text':
-      if (typeof value !== 'string') throw new PayloadError(name(where, spec), `expected a string, got ${describe(value)}`);
+      if (typeof value !== 'string')
+        throw new PayloadError(name(where, spec), `expected a string, got ${describe(value)}`);
       return value;
     case 'boolean':
-      if (typeof value !== 'boolean') throw new PayloadError(name(where, spec), `expected a boolean, got ${describe(value)}`);
+      if (typeof value !== 'boolean')
+        throw new PayloadError(name(where, spec), `expected a boolean, got ${describe(value)}`);
       return value;
     case 'double':
       if (typeof value === 'bigint') return Number(value);
-      if (typeof value !== 'number' || !Number.isFinite(value)) throw new PayloadError(name(where, spec), `expected a number, got ${describe(value)}`);
+      if (typeof value !== 'number' || !Number.isFinite(value))
+        throw new PayloadError(name(where, spec), `expected a number, got ${describe(value)}`);
       return value;
     case 'bigint':
       return readInteger(value, where, spec);
     case 'timestamptz': {
       const us = typeof value === 'string' ? parseStrictTimestamp(value) : null;
-      if (us === null) throw new PayloadError(name(where, spec), `expected an RFC 3339 date-time, got ${describe(value)}`);
+      if (us === null)
+        throw new PayloadError(name(where, spec), `expected an RFC 3339 date-time, got ${describe(value)}`);
       return us;
     }
     case 'json':
       return jsonText ? toJsonText(value) : '';
-    case 'text_list': {
-      if (!Array.isArray(value)) throw new PayloadError(name(where, spec), `expected an array of strings, got ${describe(value)}`);
-      for (let i = 0; i < value.length; i++) {
-        const item: unknown = value[i];
-        if (item !== null && typeof item !== 'string') throw new PayloadError(`${name(where, spec)}[${i}]`, `expected a string, got ${describe(item)}`);
-      }
-      return value as (string | null)[];
-    }
+    default:
+      return readList(value, spec, where);
   }
+}
+
+const ITEM_KIND: Partial<Record<ColumnKind, ColumnKind>> = {
+  text_list: 'text',
+  bigint_list: 'bigint',
+  double_list: 'double',
+  boolean_list: 'boolean',
+};
+const ITEM_NAME: Partial<Record<ColumnKind, string>> = { text: 'string', bigint: 'integer', double: 'number' };
+
+function readList(value: unknown, spec: ColumnSpec, where: string): (string | number | boolean | null)[] {
+  const item = ITEM_KIND[spec.kind] as ColumnKind;
+  const noun = ITEM_NAME[item] ?? item;
+  if (!Array.isArray(value))
+    throw new PayloadError(name(where, spec), `expected an array of ${noun}s, got ${describe(value)}`);
+  for (let i = 0; i < value.length; i++) {
+    const v: unknown = value[i];
+    if (v !== null && !fits(v, item))
+      throw new PayloadError(`${name(where, spec)}[${i}]`, `expected a ${noun}, got ${describe(v)}`);
+  }
+  return value as (string | number | boolean | null)[];
+}
+
+/**
+ * A cell of a column added by schema evolution, as DuckDB's json_transform reads it: the column's
+ * type was widened to fit every value before the load, so only shapes it cannot hold become null.
+ */
+export function readEvolvedCell(value: unknown, kind: ColumnKind): Cell {
+  if (value === undefined || value === null) return null;
+  if (kind === 'json') return toJsonText(value);
+  if (kind === 'text') return typeof value === 'string' ? value : toJsonText(value);
+  const item = ITEM_KIND[kind];
+  if (item !== undefined) {
+    if (!Array.isArray(value)) return null;
+    return value.map((v) => readEvolvedCell(v, item) as string | number | boolean | null);
+  }
+  if (!fits(value, kind)) return null;
+  return kind === 'timestamptz' ? parseStrictTimestamp(value as string) : (value as number | boolean);
 }
 
 /** The member's name, built only for an error: readCell runs for every cell of every payload. */
@@ -118,13 +117,16 @@ function name(where: string, spec: ColumnSpec): string {
 
 function readInteger(value: unknown, where: string, spec: ColumnSpec): number | bigint {
   if (typeof value === 'bigint') {
-    if (value > INT64_MAX || value < INT64_MIN) throw new PayloadError(name(where, spec), `integer out of the 64-bit range: ${value}`);
+    if (value > INT64_MAX || value < INT64_MIN)
+      throw new PayloadError(name(where, spec), `integer out of the 64-bit range: ${value}`);
     return Number.isSafeInteger(Number(value)) ? Number(value) : value;
   }
-  if (typeof value !== 'number' || !Number.isInteger(value)) throw new PayloadError(name(where, spec), `expected an integer, got ${describe(value)}`);
+  if (typeof value !== 'number' || !Number.isInteger(value))
+    throw new PayloadError(name(where, spec), `expected an integer, got ${describe(value)}`);
   if (Number.isSafeInteger(value)) return value;
   const big = BigInt(value);
-  if (big > INT64_MAX || big < INT64_MIN) throw new PayloadError(name(where, spec), `integer out of the 64-bit range: ${value}`);
+  if (big > INT64_MAX || big < INT64_MIN)
+    throw new PayloadError(name(where, spec), `integer out of the 64-bit range: ${value}`);
   return big;
 }
 
@@ -145,7 +147,11 @@ export function memberAt(obj: Record<string, unknown>, path: readonly string[], 
  * Checks the cells of one object as flattenColumns would read them, keeping none, and returns
  * the `id` cell. `where` is asked for only when a cell is refused.
  */
-export function checkColumns(obj: Record<string, unknown>, columns: readonly ColumnSpec[], where: () => string): string {
+export function checkColumns(
+  obj: Record<string, unknown>,
+  columns: readonly ColumnSpec[],
+  where: () => string,
+): string {
   let id = '';
   for (const spec of columns) {
     const path = spec.path;
@@ -156,7 +162,8 @@ export function checkColumns(obj: Record<string, unknown>, columns: readonly Col
       if (typeof value !== 'object' || Array.isArray(value)) memberAt(obj, path, where());
       value = (value as Record<string, unknown>)[path[i] as string];
     }
-    if (value === null || value === undefined ? spec.required === true : !fits(value, spec.kind)) readCell(value, spec, where(), false);
+    if (value === null || value === undefined ? spec.required === true : !fits(value, spec.kind))
+      readCell(value, spec, where(), false);
     if (spec.name === 'id') id = value as string;
   }
   return id;
@@ -177,16 +184,38 @@ function fits(value: unknown, kind: ColumnKind): boolean {
       return true;
     case 'timestamptz':
       return typeof value === 'string' && parseStrictTimestamp(value) !== null;
-    case 'text_list':
+    default: {
+      const item = ITEM_KIND[kind] as ColumnKind;
       if (!Array.isArray(value)) return false;
-      for (const item of value) if (item !== null && typeof item !== 'string') return false;
+      for (const v of value) if (v !== null && !fits(v, item)) return false;
       return true;
+    }
   }
 }
 
-export function flattenColumns(obj: Record<string, unknown>, columns: readonly ColumnSpec[], where: string, into: Row = {}, jsonText = true): Row {
-  for (const spec of columns) into[spec.name] = readCell(memberAt(obj, spec.path, where), spec, where, jsonText);
+export function flattenColumns(
+  obj: Record<string, unknown>,
+  columns: readonly ColumnSpec[],
+  where: string,
+  into: Row = {},
+  jsonText = true,
+): Row {
+  for (const spec of columns) {
+    into[spec.name] = spec.evolved
+      ? readEvolvedCell(evolvedMember(obj, spec.path), spec.kind)
+      : readCell(memberAt(obj, spec.path, where), spec, where, jsonText);
+  }
   return into;
+}
+
+/** An evolved column's member; a parent that is not an object gives nothing, as in DuckDB. */
+function evolvedMember(obj: Record<string, unknown>, path: readonly string[]): unknown {
+  let cur: unknown = obj;
+  for (const member of path) {
+    if (cur === null || typeof cur !== 'object' || Array.isArray(cur)) return undefined;
+    cur = (cur as Record<string, unknown>)[member];
+  }
+  return cur;
 }
 
 export function asObject(value: unknown, member: string): Record<string, unknown> {

@@ -1,27 +1,23 @@
 // The warehouse as the sync engine, the CLI and the export see it.
-export { openWarehouse, withWarehouse, systemMicros } from './warehouse-open.ts';
-export { WarehouseLockedError, WarehouseSchemaError } from './warehouse-errors.ts';
-export { DB_FILE, ANALYTICS_FILE } from './warehouse-types.ts';
-export type { Warehouse, WarehouseOptions, SqlRunner, SqlParams, Bookkeeping } from './warehouse-types.ts';
-export { defaultMigrationsDir, migrate, pendingMigrations, readMigrations, type Migration } from './warehouse-migrate.ts';
-export { loadRunDetails, type RunLoadOptions, type RunLoadResult } from './load-runs.ts';
-export { loadCatalogListing, type CatalogLoadOptions, type CatalogLoadResult } from './load-catalog.ts';
-export { loadToolOptions, type ToolOptionsLoadOptions, type ToolOptionsLoadResult } from './load-tool-options.ts';
+
+export { flattenCatalogObject, flattenToolOption } from './flatten-catalog.ts';
+export { checkRunDetail, flattenRunDetail, type RunIdentity, type RunRows } from './flatten-run.ts';
+export { type Cell, PayloadError, type Row } from './flatten-values.ts';
+export { type CatalogLoadOptions, type CatalogLoadResult, loadCatalogListing } from './load-catalog.ts';
 export type { RejectedPayload } from './load-rejected.ts';
+export { loadRunDetails, type RunLoadResult } from './load-runs.ts';
+export { loadToolOptions, type ToolOptionsLoadResult } from './load-tool-options.ts';
+export { isMasked, MASK_PREFIX, maskToolSecrets, maskValue } from './mask-secrets.ts';
 export { getState, setState } from './sync-state.ts';
-export { flattenRunDetail, checkRunDetail, type RunRows, type RunIdentity } from './flatten-run.ts';
+export { WarehouseLockedError, WarehouseSchemaError } from './warehouse-errors.ts';
 export {
-  flattenCatalogObject,
-  flattenTool,
-  flattenAgent,
-  flattenGuideline,
-  flattenGuardrail,
-  flattenRunbook,
-  flattenToolOption,
-  type CatalogRows,
-} from './flatten-catalog.ts';
-export { PayloadError, type Cell, type Row, type ColumnSpec, type ColumnKind } from './flatten-values.ts';
-export { maskToolSecrets, maskValue, isMasked, MASK_PREFIX } from './mask-secrets.ts';
-export { CATALOG_TABLES, type CatalogTable } from './spec-catalog.ts';
-export { exportParquet, type ExportOptions, type ExportResult } from '../export/export-parquet.ts';
-export { rebuildInPlace, rebuildInto, type RebuildResult } from '../archive/rebuild.ts';
+  defaultMigrationsDir,
+  type Migration,
+  migrate,
+  pendingMigrations,
+  readMigrations,
+} from './warehouse-migrate.ts';
+export { openWarehouse, systemMicros, withWarehouse } from './warehouse-open.ts';
+export { readSchemaChanges } from './warehouse-schema.ts';
+export type { Bookkeeping, LoadOptions, SqlParams, SqlRunner, Warehouse, WarehouseOptions } from './warehouse-types.ts';
+export { ANALYTICS_FILE, DB_FILE } from './warehouse-types.ts';

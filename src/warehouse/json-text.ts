@@ -24,7 +24,9 @@ function stringifyWithBigInts(value: unknown): string {
   const tag = `\u0000${randomBytes(6).toString('hex')}:`;
   const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? `${tag}${v.toString()}` : v));
   // JSON.stringify writes the NUL of the tag as \u0000; the tag's random part cannot occur by chance.
-  const escapedTag = JSON.stringify(tag).slice(1, -1).replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+  const escapedTag = JSON.stringify(tag)
+    .slice(1, -1)
+    .replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
   return text.replace(new RegExp(`"${escapedTag}(-?\\d+)"`, 'g'), '$1');
 }
 
@@ -39,4 +41,19 @@ function sortKeys(value: unknown): unknown {
   const out: Record<string, unknown> = {};
   for (const k of Object.keys(value).sort()) out[k] = sortKeys((value as Record<string, unknown>)[k]);
   return out;
+}
+
+/** JSON text of a payload kept as evidence (a refused record): never throws. */
+export function safeJsonText(value: unknown): string {
+  try {
+    return toJsonText(value);
+  } catch (e) {
+    return JSON.stringify({ unserializable: String((e as Error).message) });
+  }
+}
+
+/** A string member of a payload that may not be an object at all (a refused one), or null. */
+export function stringMember(payload: unknown, key: string): string | null {
+  const v = payload !== null && typeof payload === 'object' ? (payload as Record<string, unknown>)[key] : undefined;
+  return typeof v === 'string' ? v : null;
 }

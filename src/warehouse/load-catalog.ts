@@ -1,11 +1,13 @@
-import { ArchiveWriter } from '../archive/archive-writer.ts';
+import type { ArchiveRecord } from '../archive/archive-writer.ts';
+import type { CatalogTable } from '../resources/registry.ts';
+import { observeAll } from '../resources/schema-observe.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { applyCatalogPlan } from './catalog-apply.ts';
-import { planListing, type CatalogPlan, type CurrentVersion, type Listing } from './catalog-plan.ts';
-import { prepareListing, type PreparedListing } from './catalog-prepare.ts';
-import { insertRejected, type RejectedPayload } from './load-rejected.ts';
-import type { CatalogTable } from './spec-catalog.ts';
+import { type CatalogPlan, type CurrentVersion, type Listing, planListing } from './catalog-plan.ts';
+import { type PreparedListing, prepareListing } from './catalog-prepare.ts';
+import { insertRejected, type RejectedPayload, reasons, rejectedRecords } from './load-rejected.ts';
 import { getState, setState } from './sync-state.ts';
+import { evolveSchema } from './warehouse-schema.ts';
 import { runBookkeeping } from './warehouse-sql.ts';
 import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
 
@@ -51,13 +53,11 @@ export async function loadCatalogListing(
 ): Promise<CatalogLoadResult> {
   const listedAt = options.listedAt ?? wh.now();
   const fetchedAt = options.fetchedAt ?? listedAt;
-  const prepared = prepareListing(table, payloads, wh.maskSecrets);
   return wh.transaction(async (tx) => {
-    const result = await applyListing(tx, wh, table, prepared, {
+    const result = await applyListing(tx, wh, table, payloads, {
       complete: options.complete,
       listedAt,
       fetchedAt,
-      archive: true,
       ...(options.presentIds ? { presentIds: options.presentIds } : {}),
     });
     await runBookkeeping(tx, options.bookkeeping);
@@ -69,8 +69,6 @@ export interface ApplyListingOptions {
   complete: boolean;
   listedAt: Micros;
   fetchedAt: Micros;
-  /** Write what changed to the raw archive (false when replaying the archive itself). */
-  archive: boolean;
   /** Ids of a replayed manifest. */
   presentIds?: ReadonlySet<string>;
 }
@@ -80,14 +78,20 @@ export function catalogListedKey(table: CatalogTable): string {
   return `catalog.${table}.complete_listed_at`;
 }
 
-/** Plans and applies a prepared listing inside the caller's transaction. */
+/**
+ * Plans and applies a listing inside the caller's transaction: members the schema does not hold
+ * yet become columns first, then the payloads are masked, flattened and judged against the history.
+ */
 export async function applyListing(
   tx: SqlRunner,
   wh: Warehouse,
   table: CatalogTable,
-  prepared: PreparedListing,
+  payloads: readonly unknown[],
   options: ApplyListingOptions,
 ): Promise<CatalogLoadResult> {
+  await evolveSchema(tx, wh, table, observeAll(wh.resource(table), payloads), options.fetchedAt);
+  const resource = wh.resource(table);
+  const prepared = prepareListing(resource, payloads, wh.maskSecrets);
   const stateKey = catalogListedKey(table);
   const lastComplete = (await getState<number>(tx, stateKey)) ?? null;
   const superseded = lastComplete !== null && options.listedAt < lastComplete;
@@ -99,14 +103,15 @@ export async function applyListing(
   const listing: Listing = { objects: prepared.objects, listedAt: options.listedAt, complete, presentIds: present };
   const plan = planListing(await currentVersions(tx, table), listing);
 
-  await applyCatalogPlan(tx, table, plan);
+  await applyCatalogPlan(tx, resource, plan);
   if (complete) await setState(tx, stateKey, options.listedAt, options.fetchedAt);
-  await insertRejected(tx, table, prepared.rejected, prepared.rejectedPayloads, options.fetchedAt);
-  const archiveFile = options.archive ? await archiveListing(wh, table, prepared, plan, options.listedAt, options.fetchedAt, present) : null;
+  await insertRejected(tx, table, prepared.refused, options.fetchedAt);
+  const records = listingRecords(prepared, plan, options.listedAt, options.fetchedAt, present);
+  const archiveFile = await wh.archive.write(table, records);
 
   const count = (reason: string) => plan.versions.filter((v) => v.reason === reason).length;
   return {
-    received: prepared.objects.length + prepared.rejected.length + prepared.duplicates,
+    received: prepared.objects.length + prepared.refused.length + prepared.duplicates,
     added: count('new'),
     changed: count('changed'),
     reappeared: count('reappeared'),
@@ -115,7 +120,7 @@ export async function applyListing(
     unchanged: plan.unchanged,
     stale: plan.stale.length,
     duplicates: prepared.duplicates,
-    rejected: prepared.rejected,
+    rejected: reasons(prepared.refused),
     inferredDeletions: complete,
     archiveFile,
   };
@@ -124,7 +129,8 @@ export async function applyListing(
 async function currentVersions(tx: SqlRunner, table: CatalogTable): Promise<Map<string, CurrentVersion>> {
   const lastRun = table === 'agents' ? 'epoch_us(last_run_at)' : 'NULL';
   const rows = await tx.all<{ id: string; h: string; vf: bigint; ua: bigint | null; del: boolean; lr: bigint | null }>(
-    `SELECT id, content_hash AS h, epoch_us(valid_from) AS vf, epoch_us(updated_at) AS ua, is_deleted AS del, ${lastRun} AS lr
+    `SELECT id, content_hash AS h, epoch_us(valid_from) AS vf, epoch_us(updated_at) AS ua, is_deleted AS del,
+       ${lastRun} AS lr
      FROM ${table}_history WHERE valid_to IS NULL`,
   );
   const out = new Map<string, CurrentVersion>();
@@ -140,34 +146,31 @@ async function currentVersions(tx: SqlRunner, table: CatalogTable): Promise<Map<
   return out;
 }
 
-/** What changed the warehouse goes to the archive: new versions, touches, refusals, and a manifest when deletions were inferred. */
-async function archiveListing(
-  wh: Warehouse,
-  table: CatalogTable,
+/**
+ * What changed the warehouse goes to the archive: new versions, touches, refusals, and a manifest
+ * when deletions were inferred.
+ */
+function listingRecords(
   prepared: PreparedListing,
   plan: CatalogPlan,
   listedAt: Micros,
   fetchedAt: Micros,
   present: ReadonlySet<string>,
-): Promise<string | null> {
+): ArchiveRecord[] {
   const changed = [...plan.versions.map((v) => v.object), ...plan.touches.map((t) => t.object)];
-  if (changed.length === 0 && prepared.rejected.length === 0 && plan.deletions.length === 0) return null;
-  const archive = await ArchiveWriter.open(wh.dir, table, wh.now());
-  try {
-    for (const o of changed) {
-      await archive.append({ kind: 'payload', id: o.id, updatedAt: o.updatedAtText, fetchedAt, listedAt, payload: o.payload });
-    }
-    for (let i = 0; i < prepared.rejected.length; i++) {
-      const r = prepared.rejected[i] as RejectedPayload;
-      await archive.append({ kind: 'rejected', id: r.id, updatedAt: null, fetchedAt, listedAt, payload: prepared.rejectedPayloads[i] ?? 'null' });
-    }
-    if (plan.deletions.length) {
-      const ids = [...new Set([...prepared.objects.map((o) => o.id), ...present])].sort();
-      await archive.append({ kind: 'manifest', id: null, updatedAt: null, fetchedAt, listedAt, payload: JSON.stringify({ complete: true, ids }) });
-    }
-    return await archive.commit();
-  } catch (e) {
-    await archive.abort();
-    throw e;
+  const records: ArchiveRecord[] = changed.map((o) => ({
+    kind: 'payload',
+    id: o.id,
+    updatedAt: o.updatedAtText,
+    fetchedAt,
+    listedAt,
+    payload: o.payload,
+  }));
+  records.push(...rejectedRecords(prepared.refused, fetchedAt, listedAt));
+  if (plan.deletions.length) {
+    const ids = [...new Set([...prepared.objects.map((o) => o.id), ...present])].sort();
+    const payload = JSON.stringify({ complete: true, ids });
+    records.push({ kind: 'manifest', id: null, updatedAt: null, fetchedAt, listedAt, payload });
   }
+  return records;
 }

@@ -1,4 +1,6 @@
+import type { ArchiveRecord } from '../archive/archive-writer.ts';
 import type { Micros } from '../util/timestamp.ts';
+import { safeJsonText, stringMember } from './json-text.ts';
 import { US_TO_TSTZ } from './warehouse-sql.ts';
 import type { SqlRunner } from './warehouse-types.ts';
 
@@ -11,21 +13,49 @@ export interface RejectedPayload {
   reason: string;
 }
 
+/** A refused payload with its JSON text, as it is kept. */
+export interface Refusal extends RejectedPayload {
+  payload: string;
+}
+
+export function refusal(payload: unknown, reason: string, idMember = 'id'): Refusal {
+  return { id: stringMember(payload, idMember), reason, payload: safeJsonText(payload) };
+}
+
+/** What a load tells its caller of its refusals (the payloads stay behind). */
+export function reasons(refusals: readonly Refusal[]): RejectedPayload[] {
+  return refusals.map(({ id, reason }) => ({ id, reason }));
+}
+
 export async function insertRejected(
   tx: SqlRunner,
   endpoint: string,
-  rejected: readonly RejectedPayload[],
-  payloads: readonly string[],
+  refusals: readonly Refusal[],
   fetchedAt: Micros,
 ): Promise<void> {
-  for (let i = 0; i < rejected.length; i++) {
-    const r = rejected[i] as RejectedPayload;
+  for (const r of refusals) {
     await tx.run(`INSERT INTO _sync_rejected VALUES ($1, $2, ${US_TO_TSTZ('$3')}, $4, $5)`, [
       endpoint,
       r.id,
       BigInt(fetchedAt),
       r.reason,
-      payloads[i] ?? null,
+      r.payload,
     ]);
   }
+}
+
+/** Refusals as raw archive rows, so a later flattening that accepts them needs no re-fetch. */
+export function rejectedRecords(
+  refusals: readonly Refusal[],
+  fetchedAt: Micros,
+  listedAt: Micros | null,
+): ArchiveRecord[] {
+  return refusals.map((r) => ({
+    kind: 'rejected',
+    id: r.id,
+    updatedAt: null,
+    fetchedAt,
+    listedAt,
+    payload: r.payload,
+  }));
 }

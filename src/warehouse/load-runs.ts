@@ -1,14 +1,23 @@
 import { createHash } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { ArchiveWriter } from '../archive/archive-writer.ts';
+import type { ResourceSpec } from '../resources/resource-types.ts';
+import {
+  knownNode,
+  mergeObserved,
+  type Observed,
+  observedToJson,
+  observeUnknown,
+} from '../resources/schema-observe.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
-import { toJsonText } from './json-text.ts';
-import { insertRejected, type RejectedPayload } from './load-rejected.ts';
-import { COUNT_SQL, mergeSql, PICK_SQL, stageSql } from './stage-runs-sql.ts';
+import { stringMember, toJsonText } from './json-text.ts';
+import { insertRejected, type Refusal, type RejectedPayload, reasons, refusal } from './load-rejected.ts';
+import { RunMergeSql } from './stage-runs-sql.ts';
+import { evolveSchema } from './warehouse-schema.ts';
 import { runBookkeeping } from './warehouse-sql.ts';
-import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
+import type { Bookkeeping, LoadOptions, SqlRunner, Warehouse } from './warehouse-types.ts';
 
 // Loading run details. Each payload is checked in TypeScript (the rules of flattenRunDetail) and
 // streamed into a raw archive file; DuckDB then stages the batch straight from that file and
@@ -18,12 +27,6 @@ import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
 //
 // The checking and archiving happen before the transaction is queued, so a caller with several
 // batches in flight prepares the next while DuckDB merges the previous one.
-
-export interface RunLoadOptions {
-  /** When the payloads were fetched (default: now). */
-  fetchedAt?: Micros;
-  bookkeeping?: Bookkeeping;
-}
 
 export interface RunLoadResult {
   received: number;
@@ -47,34 +50,41 @@ export interface RunLoadResult {
 
 interface Prepared {
   archive: ArchiveWriter;
+  /** What the payloads hold beyond the schema in force when they were checked. */
+  observed: Observed | null;
   valid: number;
   /** MD5 of each archived payload, by its row in the archive file (null for a rejected one). */
   hashes: (string | null)[];
-  rejected: RejectedPayload[];
-  rejectedPayloads: string[];
+  refused: Refusal[];
 }
 
-export async function loadRunDetails(wh: Warehouse, details: readonly unknown[], options: RunLoadOptions = {}): Promise<RunLoadResult> {
-  const fetchedAt = options.fetchedAt ?? wh.now();
+export async function loadRunDetails(
+  wh: Warehouse,
+  details: readonly unknown[],
+  { fetchedAt = wh.now(), bookkeeping }: LoadOptions = {},
+): Promise<RunLoadResult> {
   // Only the count is needed once the payloads are archived: the merge, queued behind others,
   // must not keep a batch of parsed details alive.
   const received = details.length;
   const prepared = await prepare(wh, details, fetchedAt);
   try {
     try {
-      return await wh.transaction((tx) => merge(tx, wh, prepared, received, fetchedAt, options.bookkeeping));
+      return await wh.transaction((tx) => merge(tx, wh, prepared, received, fetchedAt, bookkeeping));
     } catch (e) {
       if (!isOutOfMemory(e)) throw e;
       // A payload beyond the usual memory (a tool output of many megabytes): the archived batch is
       // merged again, once, with room for it. The commit needs that room too (it writes the
       // payload to the log), so the limit is restored after it.
-      wh.logger.warn({ runs: received, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT }, 'a batch of run details did not fit in memory; merging it again with more');
+      wh.logger.warn(
+        { runs: received, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT },
+        'a batch of run details did not fit in memory; merging it again with more',
+      );
       let limit: string | null = null;
       try {
         return await wh.transaction(async (tx) => {
           limit = wh.memoryLimit;
           await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
-          return merge(tx, wh, prepared, received, fetchedAt, options.bookkeeping);
+          return merge(tx, wh, prepared, received, fetchedAt, bookkeeping);
         });
       } finally {
         const restore = limit;
@@ -87,12 +97,22 @@ export async function loadRunDetails(wh: Warehouse, details: readonly unknown[],
   }
 }
 
+/**
+ * The archive file's note of what its payloads held beyond the schema they were loaded with
+ * (JSON of the observed type tree, or null), so rebuild need not parse them to replay evolution.
+ */
+export const OBSERVED_NOTE = 'runsync.observed';
+
 /** The memory a batch that failed for lack of it is merged again with. */
 export const OUTSIZED_MEMORY_LIMIT = '2GB';
 
 /** DuckDB out of memory, in a statement or in the commit (which writes the batch to its log). */
 function isOutOfMemory(e: unknown): boolean {
-  return e instanceof Error && (e.message.startsWith('Out of Memory Error') || /^TransactionContext Error: Failed to commit: failed to (pin|allocate)/.test(e.message));
+  return (
+    e instanceof Error &&
+    (e.message.startsWith('Out of Memory Error') ||
+      /^TransactionContext Error: Failed to commit: failed to (pin|allocate)/.test(e.message))
+  );
 }
 
 /** Payloads checked and archived between two returns to the event loop (a few ms of work). */
@@ -101,7 +121,9 @@ const YIELD_EVERY = 16;
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
   // Named by when it is written, so the files sort in the order their merges commit.
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
-  const out: Prepared = { archive, valid: 0, hashes: [], rejected: [], rejectedPayloads: [] };
+  const out: Prepared = { archive, observed: null, valid: 0, hashes: [], refused: [] };
+  const resource = wh.resource('runs');
+  const known = knownNode(resource);
   try {
     let i = 0;
     for (const detail of details) {
@@ -110,17 +132,18 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
       if (++i % YIELD_EVERY === 0) await yieldToEventLoop();
       let text: string;
       try {
-        checkRunDetail(detail);
+        checkRunDetail(detail, resource);
         text = toJsonText(detail);
+        const seen = observeUnknown(detail, known);
+        if (seen) out.observed = out.observed ? mergeObserved(out.observed, seen) : seen;
       } catch (e) {
         if (!(e instanceof PayloadError)) throw e;
-        const id = idOf(detail);
-        const payload = safeJson(detail);
-        out.rejected.push({ id, reason: e.message });
-        out.rejectedPayloads.push(payload);
+        const r = refusal(detail, e.message);
+        out.refused.push(r);
         out.hashes.push(null);
         // Kept in the archive too, so a later flattening that accepts it needs no re-fetch.
-        await archive.append({ kind: 'rejected', id, updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload });
+        const updatedAt = stringMember(detail, 'updated_at');
+        await archive.append({ kind: 'rejected', id: r.id, updatedAt, fetchedAt, listedAt: null, payload: r.payload });
         continue;
       }
       out.valid++;
@@ -128,8 +151,17 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
       // thread, which is the busier side of a load.
       const bytes = Buffer.from(text, 'utf8');
       out.hashes.push(createHash('md5').update(bytes).digest('hex'));
-      await archive.append({ kind: 'payload', id: textOf(detail, 'id'), updatedAt: textOf(detail, 'updated_at'), fetchedAt, listedAt: null, payload: bytes });
+      await archive.append({
+        kind: 'payload',
+        id: stringMember(detail, 'id'),
+        updatedAt: stringMember(detail, 'updated_at'),
+        fetchedAt,
+        listedAt: null,
+        payload: bytes,
+      });
     }
+    // What the batch held beyond the schema, for rebuild to take in without parsing the payloads.
+    archive.note(OBSERVED_NOTE, JSON.stringify(out.observed ? observedToJson(out.observed) : null));
     await archive.finish();
   } catch (e) {
     await archive.abort();
@@ -138,7 +170,14 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
   return out;
 }
 
-async function merge(tx: SqlRunner, wh: Warehouse, p: Prepared, received: number, fetchedAt: Micros, bookkeeping: Bookkeeping | undefined): Promise<RunLoadResult> {
+async function merge(
+  tx: SqlRunner,
+  wh: Warehouse,
+  p: Prepared,
+  received: number,
+  fetchedAt: Micros,
+  bookkeeping: Bookkeeping | undefined,
+): Promise<RunLoadResult> {
   const result: RunLoadResult = {
     received,
     inserted: 0,
@@ -146,37 +185,51 @@ async function merge(tx: SqlRunner, wh: Warehouse, p: Prepared, received: number
     unchanged: 0,
     stale: 0,
     duplicates: 0,
-    rejected: p.rejected,
+    rejected: reasons(p.refused),
     childRows: 0,
     createdDates: [],
     archiveFile: null,
   };
   if (p.valid > 0) {
-    const counts = await stageAndMerge(tx, [p.archive.currentPath], p.hashes);
+    // New members become columns before the batch is staged, in the same transaction.
+    await evolveSchema(tx, wh, 'runs', p.observed, fetchedAt);
+    const counts = await stageAndMerge(tx, [p.archive.currentPath], p.hashes, wh.resource('runs'));
     Object.assign(result, counts);
   }
-  await insertRejected(tx, 'runs', p.rejected, p.rejectedPayloads, fetchedAt);
+  await insertRejected(tx, 'runs', p.refused, fetchedAt);
   await runBookkeeping(tx, bookkeeping);
-  if (result.inserted + result.updated + p.rejected.length > 0) result.archiveFile = await p.archive.commit();
+  if (result.inserted + result.updated + p.refused.length > 0) result.archiveFile = await p.archive.commit();
   else await p.archive.abort();
-  if (result.stale) wh.logger.debug({ stale: result.stale }, 'run payloads older than the stored ones were not applied');
+  if (result.stale)
+    wh.logger.debug({ stale: result.stale }, 'run payloads older than the stored ones were not applied');
   return result;
 }
 
-export type MergeCounts = Pick<RunLoadResult, 'inserted' | 'updated' | 'unchanged' | 'stale' | 'duplicates' | 'childRows' | 'createdDates'>;
+export type MergeCounts = Pick<
+  RunLoadResult,
+  'inserted' | 'updated' | 'unchanged' | 'stale' | 'duplicates' | 'childRows' | 'createdDates'
+>;
 
 /**
  * Stages the payload rows of archive files and merges them; used by loading and by rebuild.
  * `hashes`: the MD5 of each payload of a single file, by row, when the caller has them.
  */
-export async function stageAndMerge(tx: SqlRunner, files: readonly string[], hashes?: readonly (string | null)[]): Promise<MergeCounts> {
+export async function stageAndMerge(
+  tx: SqlRunner,
+  files: readonly string[],
+  hashes: readonly (string | null)[] | undefined,
+  resource: ResourceSpec,
+): Promise<MergeCounts> {
+  const sql = new RunMergeSql(resource);
   // Two calls, each a script DuckDB runs through on its own: between statements sent one at a
   // time, DuckDB would wait for the JavaScript thread, which is busy preparing the next batch.
-  const [c] = await tx.all<Record<string, bigint | number | string | string[] | null>>([stageSql(files, hashes), PICK_SQL, COUNT_SQL].join(';\n'));
+  const [c] = await tx.all<Record<string, bigint | number | string | string[] | null>>(
+    [sql.stage(files, hashes), sql.pick(), sql.count()].join(';\n'),
+  );
   const from = c?.replaced_from;
   const to = c?.replaced_to;
   const range = typeof from === 'string' && typeof to === 'string' ? { from, to } : null;
-  await tx.run(mergeSql(range).join(';\n'));
+  await tx.run(sql.merge(range).join(';\n'));
   const n = (k: string) => Number(c?.[k] ?? 0);
   return {
     inserted: n('inserted'),
@@ -187,21 +240,4 @@ export async function stageAndMerge(tx: SqlRunner, files: readonly string[], has
     childRows: n('child_rows'),
     createdDates: Array.isArray(c?.dates) ? c.dates : [],
   };
-}
-
-function textOf(detail: unknown, key: string): string | null {
-  const v = detail !== null && typeof detail === 'object' ? (detail as Record<string, unknown>)[key] : undefined;
-  return typeof v === 'string' ? v : null;
-}
-
-function idOf(detail: unknown): string | null {
-  return textOf(detail, 'id');
-}
-
-function safeJson(value: unknown): string {
-  try {
-    return toJsonText(value);
-  } catch (e) {
-    return JSON.stringify({ unserializable: String((e as Error).message) });
-  }
 }

@@ -15,7 +15,11 @@ import { createHash } from 'node:crypto';
 
 export const MASK_PREFIX = '***masked:';
 const MASKED = /^\*\*\*masked:[0-9a-f]{8}$/;
-const SECRET_NAME = /authorization|cookie|key|token|secret|passw|passphrase|^pass$|credential|session|signature|private|bearer|jwt|assertion/i;
+const SECRET_NAME = new RegExp(
+  'authorization|cookie|key|token|secret|passw|passphrase|^pass$|' +
+    'credential|session|signature|private|bearer|jwt|assertion',
+  'i',
+);
 // In an auth object a bare `value` (or `header_value`, `key_value`...) holds the secret itself.
 const AUTH_SECRET_NAME = new RegExp(`${SECRET_NAME.source}|value$`, 'i');
 const NOT_SECRET = /(?:url|uri|endpoint|name)$|^type$|^header$|^scheme$/i;
@@ -45,7 +49,8 @@ function walk(node: Record<string, unknown> | unknown[]): void {
   }
   for (const [key, value] of Object.entries(node)) {
     if (key === 'headers' && Array.isArray(value)) maskHeaders(value);
-    else if (key === 'headers' && value !== null && typeof value === 'object') maskHeaderMap(value as Record<string, unknown>);
+    else if (key === 'headers' && value !== null && typeof value === 'object')
+      maskHeaderMap(value as Record<string, unknown>);
     else if (key === 'auth' && value !== null && typeof value === 'object') maskAuth(value as Record<string, unknown>);
     // An auth given as one string ("Bearer …") is the secret itself.
     else if (key === 'auth' && (typeof value === 'string' || typeof value === 'number')) node[key] = maskScalar(value);
@@ -58,7 +63,12 @@ function maskHeaders(headers: unknown[]): void {
   for (const h of headers) {
     if (h === null || typeof h !== 'object') continue;
     const header = h as Record<string, unknown>;
-    if (typeof header.name === 'string' && SECRET_NAME.test(header.name) && header.value !== undefined && header.value !== null) {
+    if (
+      typeof header.name === 'string' &&
+      SECRET_NAME.test(header.name) &&
+      header.value !== undefined &&
+      header.value !== null
+    ) {
       header.value = maskScalar(header.value);
     }
   }

@@ -1,20 +1,13 @@
-import type { ColumnKind, ColumnSpec } from './flatten-values.ts';
-import { RUN_CHILDREN, RUN_COLUMNS, type ChildTableSpec } from './spec-runs.ts';
+import { RUNS } from '../resources/registry.ts';
+import { SQL_TYPE } from '../resources/resource-tables.ts';
+import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/resource-types.ts';
 import { quoteIdent, quoteLiteral } from './warehouse-sql.ts';
 
 // The SQL that stages run details straight from raw archive files and merges them, generated from
-// the same column specs as flattenRunDetail (flatten-run.ts), so the two agree on every column.
-// DuckDB parses the payloads (json_transform) and unnests the children on its own threads; the
-// payloads were checked by checkRunDetail before they were archived, so every value converts.
-
-const DUCK_TYPE: Record<Exclude<ColumnKind, 'text_list'>, string> = {
-  text: 'VARCHAR',
-  boolean: 'BOOLEAN',
-  double: 'DOUBLE',
-  bigint: 'BIGINT',
-  timestamptz: 'TIMESTAMPTZ',
-  json: 'JSON',
-};
+// the runs resource (src/resources) as flattenRunDetail (flatten-run.ts) reads it, so the two
+// agree on every column, evolved ones included. DuckDB parses the payloads (json_transform) and
+// unnests the children on its own threads; the payloads were checked by checkRunDetail before
+// they were archived, and evolved columns widened to fit them, so every value converts.
 
 type Structure = { [member: string]: Structure | string | [Structure | string] };
 
@@ -32,61 +25,95 @@ function addPath(into: Structure, path: readonly string[], leaf: Structure | str
 
 function structureOf(columns: readonly ColumnSpec[]): Structure {
   const s: Structure = {};
-  for (const c of columns) addPath(s, c.path, c.kind === 'text_list' ? ['VARCHAR'] : DUCK_TYPE[c.kind]);
+  for (const c of columns) {
+    const type = SQL_TYPE[c.kind];
+    addPath(s, c.path, type.endsWith('[]') ? [type.slice(0, -2)] : type);
+  }
   return s;
 }
 
 /** The json_transform structure of a run detail: every member a column reads, nothing else. */
-export function runStructure(): Structure {
-  const s = structureOf(RUN_COLUMNS);
-  for (const child of RUN_CHILDREN) s[child.member] = [structureOf(child.columns)];
+export function runStructure(resource: ResourceSpec = RUNS): Structure {
+  const s = structureOf(resource.columns);
+  for (const child of resource.children) s[child.member] = [structureOf(child.columns)];
   return s;
 }
 
-function access(base: string, path: readonly string[]): string {
-  return [base, ...path.map(quoteIdent)].join('.');
-}
+const APPLIED = `verdict IN ('new', 'newer', 'changed')`;
+const REPLACED = `verdict IN ('newer', 'changed')`;
 
-const STRUCTURE = runStructure();
-for (const member of Object.keys(STRUCTURE)) {
-  if (member.startsWith('_')) throw new Error(`run member ${member} would collide with a staging column`);
-}
+/** The staged payloads to merge: the picked ones that win. */
+const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a
+  ON s._file = a.filename AND s._seq = a.seq`;
 
-/** The child rows a staged payload gives: one per item of each child array. */
-const CHILD_ROWS = RUN_CHILDREN.map((c) => `coalesce(len(r.${quoteIdent(c.member)}), 0)`).join(' + ');
+/** The stored created_date range of the runs a batch replaces (null when it replaces none). */
+export interface ReplacedRange {
+  from: string;
+  to: string;
+}
 
 /**
- * Reads the payload rows of archive files into _stage_run, a column per top-level member of the
- * payload (unnested from the parsed struct) beside the archive's own columns, which are named with
- * a leading underscore where no member's name starts. Later statements read only the columns they
- * need: a struct column would be read whole, every step of every run, to reach one field.
- * `hashes` (the MD5 of each row's payload, by seq, for a single file) spares DuckDB hashing what
- * the writer already hashed.
+ * The statements of one run merge for a resource as it stands (declared and evolved columns).
+ * Each top-level member of a payload is staged in a column of its own (m0, m1, …, beside the
+ * archive's _file, _seq, …), so later statements read only the members they need: a struct column
+ * would be read whole, every step of every run, to reach one field. Member names never become SQL
+ * names, so no member, however it is spelled, can collide with a staging column.
  */
-export function stageSql(files: readonly string[], hashes?: readonly (string | null)[]): string {
-  if (hashes && files.length !== 1) throw new Error('payload hashes are given for one archive file at a time');
-  const hash = hashes ? `coalesce([${hashes.map((h) => (h === null ? 'NULL' : quoteLiteral(h))).join(', ')}][seq + 1], md5(payload))` : 'md5(payload)';
-  return `CREATE OR REPLACE TEMP TABLE _stage_run AS
-SELECT _file, _seq, _fetched_at, _hash, (r.created_at AT TIME ZONE 'UTC')::DATE AS _created_date, ${CHILD_ROWS} AS _child_rows, unnest(r)
+export class RunMergeSql {
+  private readonly structure: Structure;
+  private readonly alias: Map<string, string>;
+
+  constructor(private readonly resource: ResourceSpec = RUNS) {
+    this.structure = runStructure(resource);
+    this.alias = new Map(Object.keys(this.structure).map((m, i) => [m, `m${i}`]));
+  }
+
+  private access(base: string, path: readonly string[]): string {
+    const [first, ...rest] = path;
+    return [`${base}.${this.alias.get(first as string)}`, ...rest.map(quoteIdent)].join('.');
+  }
+
+  private member(name: string): string {
+    return this.alias.get(name) as string;
+  }
+
+  /**
+   * Reads the payload rows of archive files into _stage_run. `hashes` (the MD5 of each row's
+   * payload, by seq, for a single file) spares DuckDB hashing what the writer already hashed.
+   */
+  stage(files: readonly string[], hashes?: readonly (string | null)[]): string {
+    if (hashes && files.length !== 1) throw new Error('payload hashes are given for one archive file at a time');
+    const hash = hashes
+      ? `coalesce([${hashes.map((h) => (h === null ? 'NULL' : quoteLiteral(h))).join(', ')}][seq + 1], md5(payload))`
+      : 'md5(payload)';
+    const childRows =
+      this.resource.children.map((c) => `coalesce(len(r.${quoteIdent(c.member)}), 0)`).join(' + ') || '0';
+    const members = [...this.alias].map(([m, a]) => `r.${quoteIdent(m)} AS ${a}`).join(', ');
+    return `CREATE OR REPLACE TEMP TABLE _stage_run AS
+SELECT _file, _seq, _fetched_at, _hash, (r.created_at AT TIME ZONE 'UTC')::DATE AS _created_date,
+       ${childRows} AS _child_rows, ${members}
 FROM (
   SELECT filename AS _file, seq AS _seq, fetched_at AT TIME ZONE 'UTC' AS _fetched_at, ${hash} AS _hash,
-         json_transform(payload, ${quoteLiteral(JSON.stringify(STRUCTURE))}) AS r
+         json_transform(payload, ${quoteLiteral(JSON.stringify(this.structure))}) AS r
   FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'
 )`;
-}
+  }
 
-/**
- * Picks one payload per run (newest updated_at, then latest fetch, then the later file and the
- * later row) and judges it against the stored run: new, newer, changed (same updated_at, other
- * content, fetched no earlier), unchanged, or stale (older than what is stored). Only keys are
- * copied here; the parsed payloads stay in _stage_run.
- */
-export const PICK_SQL = `CREATE OR REPLACE TEMP TABLE _stage_pick AS
+  /**
+   * Picks one payload per run (newest updated_at, then latest fetch, then the later file and the
+   * later row) and judges it against the stored run: new, newer, changed (same updated_at, other
+   * content, fetched no earlier), unchanged, or stale (older than what is stored). Only keys are
+   * copied here; the parsed payloads stay in _stage_run.
+   */
+  pick(): string {
+    const id = this.member('id');
+    const updated = this.member('updated_at');
+    return `CREATE OR REPLACE TEMP TABLE _stage_pick AS
 WITH k AS (
-  SELECT _file AS filename, _seq AS seq, id, updated_at, _fetched_at AS fetched_at, _hash AS payload_hash,
-         _created_date AS created_date, _child_rows AS child_rows
+  SELECT _file AS filename, _seq AS seq, ${id} AS id, ${updated} AS updated_at, _fetched_at AS fetched_at,
+         _hash AS payload_hash, _created_date AS created_date, _child_rows AS child_rows
   FROM _stage_run
-  QUALIFY row_number() OVER (PARTITION BY id ORDER BY updated_at DESC, _fetched_at DESC, _file DESC, _seq DESC) = 1
+  QUALIFY row_number() OVER (PARTITION BY ${id} ORDER BY ${updated} DESC, _fetched_at DESC, _file DESC, _seq DESC) = 1
 )
 SELECT k.*, cur.created_date AS old_created_date,
   CASE
@@ -97,69 +124,92 @@ SELECT k.*, cur.created_date AS old_created_date,
     ELSE 'unchanged'
   END AS verdict
 FROM k LEFT JOIN runs cur ON cur.id = k.id`;
+  }
 
-const APPLIED = `verdict IN ('new', 'newer', 'changed')`;
+  /** Counts of the judged batch, and the stored created_date range of the runs it replaces. */
+  count(): string {
+    return `SELECT
+  (SELECT count(*) FROM _stage_run) AS staged,
+  count(*) AS picked,
+  count(*) FILTER (WHERE verdict = 'new') AS inserted,
+  count(*) FILTER (WHERE ${REPLACED}) AS updated,
+  count(*) FILTER (WHERE verdict = 'unchanged') AS unchanged,
+  count(*) FILTER (WHERE verdict = 'stale') AS stale,
+  CAST(min(old_created_date) FILTER (WHERE ${REPLACED}) AS VARCHAR) AS replaced_from,
+  CAST(max(old_created_date) FILTER (WHERE ${REPLACED}) AS VARCHAR) AS replaced_to,
+  list(DISTINCT CAST(created_date AS VARCHAR) ORDER BY CAST(created_date AS VARCHAR))
+    FILTER (WHERE ${APPLIED}) AS dates,
+  coalesce(sum(child_rows) FILTER (WHERE ${APPLIED}), 0) AS child_rows
+FROM _stage_pick`;
+  }
 
-/** The staged payloads to merge: the picked ones that win. */
-const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a ON s._file = a.filename AND s._seq = a.seq`;
+  /**
+   * Deletes the stored rows of the runs the batch replaces. New runs have nothing to delete, so a
+   * batch of only new runs deletes nothing and scans nothing; otherwise the created_date range
+   * lets DuckDB skip, by its min/max per row group, the stored rows of other days.
+   */
+  delete(range: ReplacedRange | null): string[] {
+    if (range === null) return [];
+    const ids = `SELECT id FROM _stage_pick WHERE ${REPLACED}`;
+    const days = `created_date BETWEEN ${quoteLiteral(range.from)}::DATE AND ${quoteLiteral(range.to)}::DATE`;
+    return [
+      ...this.resource.children.map(
+        (c) => `DELETE FROM ${quoteIdent(c.table)} WHERE ${days} AND ${quoteIdent(c.parentKey)} IN (${ids})`,
+      ),
+      `DELETE FROM runs WHERE ${days} AND id IN (${ids})`,
+    ];
+  }
 
-export const DIRTY_SQL = `INSERT INTO _sync_export_dirty
+  insertRuns(): string {
+    const cols = [...this.resource.columns.map((c) => c.name), 'created_date', 'fetched_at', 'payload_hash'];
+    const exprs = [
+      ...this.resource.columns.map((c) => this.access('s', c.path)),
+      's._created_date',
+      's._fetched_at',
+      's._hash',
+    ];
+    return `INSERT INTO runs (${cols.map(quoteIdent).join(', ')})
+SELECT ${exprs.join(', ')} FROM ${APPLY_FROM}`;
+  }
+
+  insertChild(child: ChildSpec): string {
+    const position = child.positionColumn;
+    const cols = [
+      child.parentKey,
+      ...(position ? [position] : []),
+      ...child.columns.map((c) => c.name),
+      'created_date',
+    ];
+    const exprs = [
+      '_parent',
+      ...(position ? ['_position'] : []),
+      ...child.columns.map((c) => ['c', ...c.path.map(quoteIdent)].join('.')),
+      'created_date',
+    ];
+    const list = `s.${this.member(child.member)}`;
+    return `INSERT INTO ${quoteIdent(child.table)} (${cols.map(quoteIdent).join(', ')})
+SELECT ${exprs.join(', ')} FROM (
+  SELECT s.${this.member('id')} AS _parent, s._created_date AS created_date, unnest(${list}) AS c${
+    position ? `, generate_subscripts(${list}, 1) - 1 AS _position` : ''
+  }
+  FROM ${APPLY_FROM}
+)`;
+  }
+
+  /** Everything the merge writes once the batch is judged, staging dropped at the end. */
+  merge(range: ReplacedRange | null): string[] {
+    const dirty = `INSERT INTO _sync_export_dirty
 SELECT DISTINCT 'runs', d FROM (
   SELECT created_date AS d FROM _stage_pick WHERE ${APPLIED}
   UNION ALL SELECT old_created_date FROM _stage_pick WHERE ${APPLIED} AND old_created_date IS NOT NULL
 )`;
-
-/** The stored created_date range of the runs a batch replaces (null when it replaces none). */
-export interface ReplacedRange {
-  from: string;
-  to: string;
+    return [
+      dirty,
+      ...this.delete(range),
+      this.insertRuns(),
+      ...this.resource.children.map((c) => this.insertChild(c)),
+      'DROP TABLE _stage_pick',
+      'DROP TABLE _stage_run',
+    ];
+  }
 }
-
-/**
- * Deletes the stored rows of the runs the batch replaces. New runs have nothing to delete, so a
- * batch of only new runs deletes nothing and scans nothing; otherwise the created_date range
- * lets DuckDB skip, by its min/max per row group, the stored rows of other days.
- */
-export function deleteSql(range: ReplacedRange | null): string[] {
-  if (range === null) return [];
-  const ids = `SELECT id FROM _stage_pick WHERE verdict IN ('newer', 'changed')`;
-  const days = `created_date BETWEEN ${quoteLiteral(range.from)}::DATE AND ${quoteLiteral(range.to)}::DATE`;
-  return [...RUN_CHILDREN.map((c) => `DELETE FROM ${c.table} WHERE ${days} AND run_id IN (${ids})`), `DELETE FROM runs WHERE ${days} AND id IN (${ids})`];
-}
-
-export function insertRunsSql(): string {
-  const cols = [...RUN_COLUMNS.map((c) => c.name), 'created_date', 'fetched_at', 'payload_hash'];
-  const exprs = [...RUN_COLUMNS.map((c) => access('s', c.path)), 's._created_date', 's._fetched_at', 's._hash'];
-  return `INSERT INTO runs (${cols.map(quoteIdent).join(', ')})
-SELECT ${exprs.join(', ')} FROM ${APPLY_FROM}`;
-}
-
-function insertChildSql(child: ChildTableSpec): string {
-  const cols = ['run_id', ...child.columns.map((c) => c.name), 'created_date'];
-  const exprs = ['run_id', ...child.columns.map((c) => access('c', c.path)), 'created_date'];
-  return `INSERT INTO ${child.table} (${cols.map(quoteIdent).join(', ')})
-SELECT ${exprs.join(', ')} FROM (
-  SELECT s.id AS run_id, s._created_date AS created_date, unnest(s.${quoteIdent(child.member)}) AS c
-  FROM ${APPLY_FROM}
-)`;
-}
-
-/** Everything the merge writes once the batch is judged, staging dropped at the end. */
-export function mergeSql(range: ReplacedRange | null): string[] {
-  return [DIRTY_SQL, ...deleteSql(range), insertRunsSql(), ...RUN_CHILDREN.map(insertChildSql), 'DROP TABLE _stage_pick', 'DROP TABLE _stage_run'];
-}
-
-/** Counts of the judged batch, and the stored created_date range of the runs it replaces. */
-export const COUNT_SQL = `SELECT
-  (SELECT count(*) FROM _stage_run) AS staged,
-  count(*) AS picked,
-  count(*) FILTER (WHERE verdict = 'new') AS inserted,
-  count(*) FILTER (WHERE verdict IN ('newer', 'changed')) AS updated,
-  count(*) FILTER (WHERE verdict = 'unchanged') AS unchanged,
-  count(*) FILTER (WHERE verdict = 'stale') AS stale,
-  CAST(min(old_created_date) FILTER (WHERE verdict IN ('newer', 'changed')) AS VARCHAR) AS replaced_from,
-  CAST(max(old_created_date) FILTER (WHERE verdict IN ('newer', 'changed')) AS VARCHAR) AS replaced_to,
-  list(DISTINCT CAST(created_date AS VARCHAR) ORDER BY CAST(created_date AS VARCHAR)) FILTER (WHERE ${APPLIED}) AS dates,
-  coalesce(sum(child_rows) FILTER (WHERE ${APPLIED}), 0) AS child_rows
-FROM _stage_pick`;
-

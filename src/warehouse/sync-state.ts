@@ -7,7 +7,10 @@ import type { SqlRunner } from './warehouse-types.ts';
 // Written through the caller's runner, so inside a load they commit with its data.
 
 export async function getState<T = unknown>(db: SqlRunner, key: string): Promise<T | undefined> {
-  const rows = await db.all<{ value: string | null }>(`SELECT value::VARCHAR AS value FROM _sync_state WHERE key = $1`, [key]);
+  const rows = await db.all<{ value: string | null }>(
+    `SELECT value::VARCHAR AS value FROM _sync_state WHERE key = $1`,
+    [key],
+  );
   const first = rows[0];
   return first && first.value !== null ? (JSON.parse(first.value) as T) : undefined;
 }

@@ -9,7 +9,10 @@ export class WarehouseLockedError extends Error {
     readonly holder: string | null,
   ) {
     const who = holderPid !== null ? `process ${holderPid}${holder ? ` (${holder})` : ''}` : 'another process';
-    super(`the warehouse ${file} is in use by ${who}; try again when it finishes, or read analytics.duckdb beside it, which is never locked`);
+    super(
+      `the warehouse ${file} is in use by ${who}; try again when it finishes,` +
+        ' or read analytics.duckdb beside it, which is never locked',
+    );
   }
 }
 

@@ -1,13 +1,16 @@
 import { existsSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { fileArchive } from '../archive/archive-sink.ts';
+import type { ResourceSpec } from '../resources/resource-types.ts';
 import { silentLogger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { lockErrorOf, WarehouseLockedError, WarehouseSchemaError } from './warehouse-errors.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readMigrations } from './warehouse-migrate.ts';
+import { readResources } from './warehouse-schema.ts';
 import { quoteLiteral, sqlRunner } from './warehouse-sql.ts';
 import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from './warehouse-types.ts';
 
@@ -22,9 +25,9 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // loads of 20,000 and 80,000 run details (warehouse-load-child.js, as `npm run bench` runs it, side
 // by side): 64MB with a checkpoint every 128MB of log and the heap growing by half loaded 20,000 in
 // 12.5-12.9 s at a peak RSS of 361-362 MB (80,000: 371 MB, 389 MB in the bench), where 96MB,
-// 64MB of log and a quarter took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly filled row group of every
-// table it touches, so checkpointing less often saves the most; every 16MB of log (DuckDB's
-// default) the DuckDB side of a load took half as long again as at 64MB.
+// 64MB of log and a quarter took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly
+// filled row group of every table it touches, so checkpointing less often saves the most; every
+// 16MB of log (DuckDB's default) the DuckDB side of a load took half as long again as at 64MB.
 export const DEFAULT_MEMORY_LIMIT = '64MB';
 /** Write-ahead log size at which a commit checkpoints. */
 export const CHECKPOINT_THRESHOLD = '128MB';
@@ -69,18 +72,24 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
   };
   config.threads = String(options.threads ?? defaultThreads());
-  const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked);
+  const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked, options.signal);
   const connection = await instance.connect();
   const db = sqlRunner(connection);
+  let resources: readonly ResourceSpec[];
   try {
     await db.run(`SET TimeZone = 'UTC'`);
     const migrations = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
     if (readOnly) {
       const pending = await pendingMigrations(db, migrations, logger);
-      if (pending.length) throw new WarehouseSchemaError(`the warehouse ${file} needs schema migrations (${pending.map((m) => m.name).join(', ')}); open it once for writing`);
+      if (pending.length)
+        throw new WarehouseSchemaError(
+          `the warehouse ${file} needs schema migrations (${pending.map((m) => m.name).join(', ')});` +
+            ' open it once for writing',
+        );
     } else {
       await migrate(db, migrations, logger, now);
     }
+    resources = await readResources(db);
   } catch (e) {
     connection.closeSync();
     instance.closeSync();
@@ -112,6 +121,8 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   const transaction = <T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T> =>
     serial(async () => {
       await db.run('BEGIN TRANSACTION');
+      // A schema change made in the transaction is forgotten with it.
+      const held = resources;
       try {
         const out = await fn(db);
         await releaseFreed();
@@ -119,6 +130,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
         await releaseFreed();
         return out;
       } catch (e) {
+        resources = held;
         await db.run('ROLLBACK').catch(() => undefined);
         throw e;
       }
@@ -131,10 +143,24 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     readOnly,
     logger,
     maskSecrets: options.maskSecrets ?? true,
+    schemaEvolution: options.schemaEvolution ?? true,
+    archive: options.archive ?? fileArchive(root, now),
+    share: options.share ?? null,
     exportThreads: options.threads ?? exportThreads(),
     now,
     get memoryLimit() {
       return memoryLimit;
+    },
+    get resources() {
+      return resources;
+    },
+    resource(table: string) {
+      const r = resources.find((x) => x.table === table);
+      if (!r) throw new Error(`no resource stores its rows in ${table}`);
+      return r;
+    },
+    adoptResources(next: readonly ResourceSpec[]) {
+      resources = next;
     },
     setMemoryLimit,
     serial,
@@ -161,6 +187,7 @@ async function createInstance(
   config: Record<string, string>,
   lockWaitMs: number,
   onLocked: ((e: WarehouseLockedError) => void) | undefined,
+  signal: AbortSignal | undefined,
 ): Promise<DuckDBInstance> {
   const deadline = Date.now() + lockWaitMs;
   for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
@@ -171,13 +198,20 @@ async function createInstance(
       if (!locked) throw e;
       if (Date.now() + delay > deadline) throw locked;
       onLocked?.(locked);
-      await sleep(delay);
+      if (signal?.aborted) throw signal.reason ?? locked;
+      await sleep(delay, undefined, signal ? { signal } : {}).catch(() => {
+        throw signal?.reason ?? locked;
+      });
     }
   }
 }
 
 /** Opens, runs `fn`, and closes, so the file is held only while there is work. */
-export async function withWarehouse<T>(dir: string, options: WarehouseOptions, fn: (wh: Warehouse) => Promise<T>): Promise<T> {
+export async function withWarehouse<T>(
+  dir: string,
+  options: WarehouseOptions,
+  fn: (wh: Warehouse) => Promise<T>,
+): Promise<T> {
   const wh = await openWarehouse(dir, options);
   try {
     return await fn(wh);

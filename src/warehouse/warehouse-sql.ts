@@ -6,13 +6,7 @@ import type { Bookkeeping, SqlParams, SqlRunner } from './warehouse-types.ts';
 /** SQL for the TIMESTAMPTZ of integer epoch microseconds (never through a JavaScript Date). */
 export const US_TO_TSTZ = (expr: string): string => `(make_timestamp(${expr}::BIGINT) AT TIME ZONE 'UTC')`;
 
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
-}
-
-export function quoteLiteral(text: string): string {
-  return `'${text.replace(/'/g, "''")}'`;
-}
+export { quoteIdent, quoteLiteral } from '../util/sql-text.ts';
 
 export function sqlRunner(connection: DuckDBConnection): SqlRunner {
   return {

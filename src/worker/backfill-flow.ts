@@ -1,5 +1,5 @@
 import type { Queue } from 'bullmq';
-import { backfillKey, type BackfillSpec } from '../sync/sync-backfill.ts';
+import { type BackfillSpec, backfillKey } from '../sync/sync-backfill.ts';
 import { slices } from '../sync/sync-window.ts';
 import type { WorkerQueues } from './job-context.ts';
 
@@ -31,13 +31,17 @@ const SLICE_OPTS = {
   removeOnComplete: { age: 7 * 24 * 3600 },
 } as const;
 
-export async function enqueueBackfill(queues: Pick<WorkerQueues, 'write' | 'flows'>, spec: BackfillSpec): Promise<EnqueuedBackfill> {
+export async function enqueueBackfill(
+  queues: Pick<WorkerQueues, 'write' | 'flows'>,
+  spec: BackfillSpec,
+): Promise<EnqueuedBackfill> {
   const key = backfillKey(spec);
   const parts = slices({ from: spec.from, to: spec.to }, spec.sliceMicros);
   const existing = await queues.write.getJob(key);
   if (existing) {
     const state = await existing.getState();
-    if (state !== 'completed' && state !== 'failed' && state !== 'unknown') return { key, slices: parts.length, existing: true };
+    if (state !== 'completed' && state !== 'failed' && state !== 'unknown')
+      return { key, slices: parts.length, existing: true };
     await existing.remove({ removeChildren: true }).catch(() => undefined);
   }
   await queues.flows.add({
@@ -63,13 +67,24 @@ export async function backfillProgress(queue: Queue, key: string): Promise<Backf
   const done = counts.processed ?? 0;
   const failed = counts.failed ?? 0;
   const total = done + failed + (counts.unprocessed ?? 0) + (counts.ignored ?? 0);
-  return { key, state, done: state === 'completed' ? total : done, failed, total, result: job.returnvalue ?? null, failedReason: job.failedReason ?? null };
+  return {
+    key,
+    state,
+    done: state === 'completed' ? total : done,
+    failed,
+    total,
+    result: job.returnvalue ?? null,
+    failedReason: job.failedReason ?? null,
+  };
 }
 
 /** The queued backfills, newest first. */
 export async function listBackfills(queue: Queue, limit = 10): Promise<BackfillProgress[]> {
   const jobs = await queue.getJobs(['waiting-children', 'waiting', 'active', 'delayed', 'completed', 'failed'], 0, 200);
-  const parents = jobs.filter((j) => j?.name === 'backfill').sort((a, b) => b.timestamp - a.timestamp).slice(0, limit);
+  const parents = jobs
+    .filter((j) => j?.name === 'backfill')
+    .sort((a, b) => b.timestamp - a.timestamp)
+    .slice(0, limit);
   const out: BackfillProgress[] = [];
   for (const p of parents) {
     const progress = await backfillProgress(queue, p.id as string);

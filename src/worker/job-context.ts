@@ -36,6 +36,14 @@ export interface JobContext {
 
 export type JobProcessor = (payload: unknown, ctx: JobContext) => Promise<unknown>;
 
+export interface JobDefinition {
+  queue: typeof WRITE_QUEUE | typeof FETCH_QUEUE;
+  process: JobProcessor;
+}
+
+/** The jobs a worker runs, by name (jobs/index.ts). */
+export type JobRegistry = Readonly<Record<string, JobDefinition>>;
+
 /** A payload that is not what the job expects: the job fails at once, it will not get better. */
 export class PayloadCheckError extends Error {
   override readonly name = 'PayloadCheckError';

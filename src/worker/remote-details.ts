@@ -1,8 +1,14 @@
-import { UnrecoverableError, type Job, type Queue, type QueueEvents } from 'bullmq';
-import { ApiError, AuthError, InvalidRecordError, NotFoundError, PermissionError, type EndpointName, type RunDetail } from '../api/index.ts';
+import { type Job, type Queue, type QueueEvents, UnrecoverableError } from 'bullmq';
+import {
+  ApiError,
+  AuthError,
+  InvalidRecordError,
+  NotFoundError,
+  PermissionError,
+  type RunDetail,
+} from '../api/index.ts';
 import type { DetailBatch, DetailResult, DetailSource } from '../sync/detail-fetcher.ts';
-import type { RecordReports } from '../sync/sync-types.ts';
-import type { StagedFailure, StagingStore } from './staging-store.ts';
+import type { StagedBatch, StagedFailure, StagingStore } from './staging-store.ts';
 
 // Run details fetched by the worker fleet: the ids go out as small fetch-details jobs, any worker
 // (this one included) fetches them under the shared budget and leaves them in a staged file, and
@@ -31,9 +37,12 @@ function bare(f: { detail: string; endpoint: string }): string {
   return d.replace(/ \((?:HTTP \d+|[a-z_]+|request_id)[^()]*\)$/, '');
 }
 
-export function rebuildError(f: StagedFailure): ApiError {
+/** The error a staged failure stands for; an invalid record gets back what was staged of it. */
+export function rebuildError(f: StagedFailure, invalid?: StagedBatch['invalid'][number]): ApiError {
   const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
-  if (f.kind === 'InvalidRecordError') return new InvalidRecordError(bare(f), info, [], f.id);
+  if (f.kind === 'InvalidRecordError') {
+    return new InvalidRecordError(bare(f), info, invalid?.problems ?? [], f.id, invalid?.record ?? null);
+  }
   if (f.kind === 'NotFoundError') return new NotFoundError(bare(f), info);
   return new RemoteFetchError(bare(f), info);
 }
@@ -58,7 +67,6 @@ export interface RemoteDetailsOptions {
   queue: Queue;
   events: QueueEvents;
   staging: StagingStore;
-  reports: RecordReports;
   signal: AbortSignal;
   /** Runs per fetch job. */
   chunk: number;
@@ -137,7 +145,12 @@ export class RemoteDetails implements DetailSource {
         if (fatal) {
           this.stop(fatal);
           fail(fatal);
-        } else fail(new RemoteFetchError(`the fetch job ${job.id} failed: ${reason ?? 'no reason given'}`, { endpoint: 'runs.get' }));
+        } else
+          fail(
+            new RemoteFetchError(`the fetch job ${job.id} failed: ${reason ?? 'no reason given'}`, {
+              endpoint: 'runs.get',
+            }),
+          );
       };
       this.waiters.add(fail);
       job.waitUntilFinished(this.o.events).then(
@@ -165,9 +178,7 @@ export class RemoteDetails implements DetailSource {
 
   private async readBack(file: string, ids: string[]): Promise<DetailResult[]> {
     const batch = await this.o.staging.read(file);
-    for (const r of batch.invalid) {
-      this.o.reports.push({ endpoint: r.endpoint as EndpointName, recordId: r.recordId, requestId: r.requestId, problems: r.problems, record: r.record });
-    }
+    const invalid = new Map(batch.invalid.map((r) => [r.recordId, r]));
     const out: DetailResult[] = [];
     const details = new Map(batch.details.map((d) => [d.id, d.detail as RunDetail]));
     const failures = new Map(batch.failures.map((f) => [f.id, f]));
@@ -175,7 +186,14 @@ export class RemoteDetails implements DetailSource {
       const d = details.get(id);
       const f = failures.get(id);
       if (d !== undefined) out.push({ id, ok: true, detail: d });
-      else out.push({ id, ok: false, error: f ? rebuildError(f) : new RemoteFetchError('the fetch job returned nothing for this run', { endpoint: 'runs.get' }) });
+      else
+        out.push({
+          id,
+          ok: false,
+          error: f
+            ? rebuildError(f, invalid.get(id))
+            : new RemoteFetchError('the fetch job returned nothing for this run', { endpoint: 'runs.get' }),
+        });
     }
     return out;
   }

@@ -12,7 +12,13 @@ export interface StagedBatch {
   /** Each detail under the id it was asked for. */
   details: { id: string; detail: unknown }[];
   /** Records the fetcher's client refused, kept whole for _sync_rejected. */
-  invalid: { endpoint: string; recordId: string | null; requestId: string | null; problems: readonly string[]; record: unknown }[];
+  invalid: {
+    endpoint: string;
+    recordId: string | null;
+    requestId: string | null;
+    problems: readonly string[];
+    record: unknown;
+  }[];
   /** Runs whose detail could not be fetched, with the error as the writer rebuilds it. */
   failures: StagedFailure[];
 }

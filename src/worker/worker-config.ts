@@ -2,7 +2,7 @@ import { ConfigError } from '../config/config-error.ts';
 import { parseDuration } from '../util/timestamp.ts';
 
 // The worker's own settings, from the environment: schedules (cron, UTC), concurrency, the Redis
-// key prefix, the staging directory and the shutdown grace.
+// key prefix, the staging directory, the shutdown grace and whether to pass at start.
 
 export interface WorkerSettings {
   /** BullMQ key prefix: several deployments (or tests) can share one Redis. */
@@ -17,7 +17,11 @@ export interface WorkerSettings {
   stagingDir: string;
   /** How long SIGTERM waits for work in flight before handing it back. */
   graceMs: number;
+  /** Queue a runs pass and a catalog snapshot at start, rather than waiting for the first tick. */
+  passAtStart: boolean;
 }
+
+export const DEFAULT_GRACE_MS = 25_000;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -30,7 +34,8 @@ function schedule(env: Env, name: string, fallback: string): string | null {
   const v = value(env, name) ?? fallback;
   if (v === 'off') return null;
   const fields = v.split(/\s+/);
-  if (fields.length < 5 || fields.length > 6) throw new ConfigError(name, `must be a cron pattern of five or six fields (UTC), or off; got "${v}"`);
+  if (fields.length < 5 || fields.length > 6)
+    throw new ConfigError(name, `must be a cron pattern of five or six fields (UTC), or off; got "${v}"`);
   return v;
 }
 
@@ -42,12 +47,30 @@ function positiveInt(env: Env, name: string, fallback: number): number {
   return n;
 }
 
+/**
+ * RUNSYNC_SHUTDOWN_GRACE in milliseconds: how long a process may take to stop after SIGTERM or
+ * SIGINT. Throws ConfigError for a bad value.
+ */
+export function shutdownGraceMs(env: Env): number {
+  const grace = value(env, 'RUNSYNC_SHUTDOWN_GRACE');
+  const graceUs = grace === null ? DEFAULT_GRACE_MS * 1000 : parseDuration(grace);
+  if (graceUs === null || graceUs <= 0)
+    throw new ConfigError('RUNSYNC_SHUTDOWN_GRACE', `must be a duration such as 25s; got "${grace}"`);
+  return Math.max(1, Math.round(graceUs / 1000));
+}
+
+function onOff(env: Env, name: string, fallback: boolean): boolean {
+  const v = value(env, name)?.toLowerCase() ?? null;
+  if (v === null) return fallback;
+  if (v === 'on' || v === 'true' || v === '1') return true;
+  if (v === 'off' || v === 'false' || v === '0') return false;
+  throw new ConfigError(name, `must be on or off; got "${v}"`);
+}
+
 export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
   const prefix = value(env, 'RUNSYNC_QUEUE_PREFIX') ?? 'runsync';
-  if (!/^[\w.-]{1,64}$/.test(prefix)) throw new ConfigError('RUNSYNC_QUEUE_PREFIX', 'may hold only letters, digits, dots, dashes and underscores');
-  const grace = value(env, 'RUNSYNC_SHUTDOWN_GRACE');
-  const graceUs = grace === null ? 25_000_000 : parseDuration(grace);
-  if (graceUs === null || graceUs <= 0) throw new ConfigError('RUNSYNC_SHUTDOWN_GRACE', `must be a duration such as 25s; got "${grace}"`);
+  if (!/^[\w.-]{1,64}$/.test(prefix))
+    throw new ConfigError('RUNSYNC_QUEUE_PREFIX', 'may hold only letters, digits, dots, dashes and underscores');
   return {
     prefix,
     schedules: {
@@ -58,6 +81,7 @@ export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
     fetchConcurrency: positiveInt(env, 'RUNSYNC_FETCH_CONCURRENCY', 4),
     fetchChunk: positiveInt(env, 'RUNSYNC_FETCH_CHUNK', 10),
     stagingDir: value(env, 'RUNSYNC_STAGING_DIR') ?? `${warehouseDir}/staging`,
-    graceMs: Math.round(graceUs / 1000),
+    graceMs: shutdownGraceMs(env),
+    passAtStart: onOff(env, 'RUNSYNC_PASS_AT_START', true),
   };
 }

@@ -17,17 +17,31 @@ export interface Dashboard {
   close(): Promise<void>;
 }
 
-export async function startDashboard(o: { port: number; host: string; queues: WorkerQueues; metrics: WorkerMetrics; logger: Logger }): Promise<Dashboard> {
+export async function startDashboard(o: {
+  port: number;
+  host: string;
+  queues: WorkerQueues;
+  metrics: WorkerMetrics;
+  logger: Logger;
+}): Promise<Dashboard> {
   const board = new ExpressAdapter();
   board.setBasePath('/');
-  createBullBoard({ queues: [new BullMQAdapter(o.queues.write), new BullMQAdapter(o.queues.fetch)], serverAdapter: board });
+  createBullBoard({
+    queues: [new BullMQAdapter(o.queues.write), new BullMQAdapter(o.queues.fetch)],
+    serverAdapter: board,
+  });
   const app = express();
   app.disable('x-powered-by');
   app.get('/metrics', (_req, res) => {
     o.metrics.registry
       .metrics()
       .then((text) => res.type(o.metrics.registry.contentType).send(text))
-      .catch((e: unknown) => res.status(500).type('text/plain').send(`metrics failed: ${(e as Error).message}`));
+      .catch((e: unknown) =>
+        res
+          .status(500)
+          .type('text/plain')
+          .send(`metrics failed: ${(e as Error).message}`),
+      );
   });
   app.get('/healthz', (_req, res) => res.type('text/plain').send('ok'));
   app.use('/', board.getRouter());

@@ -1,5 +1,5 @@
-import { Counter, Gauge, Registry } from 'prom-client';
 import type { Redis } from 'ioredis';
+import { Counter, Gauge, Registry } from 'prom-client';
 import type { ApiClient } from '../api/index.ts';
 import type { WorkerQueues } from './job-context.ts';
 
@@ -9,6 +9,12 @@ import type { WorkerQueues } from './job-context.ts';
 // report it). A registry of its own: nothing global.
 
 export const PASS_KEY = 'last-pass';
+
+/**
+ * A gauge with no value yet (no pass has finished) reads NaN: 0 would read as fresh. Alert on it
+ * with `runsync_lag_seconds > 900 or runsync_lag_seconds != runsync_lag_seconds`.
+ */
+const UNKNOWN = Number.NaN;
 
 export interface LastPass {
   kind: string;
@@ -24,11 +30,29 @@ export interface WorkerMetrics {
   recordJob(name: string, result: unknown): void;
 }
 
-export function createMetrics(o: { queues: WorkerQueues; redis: Redis; prefix: string; api: ApiClient }): WorkerMetrics {
+export function createMetrics(o: {
+  queues: WorkerQueues;
+  redis: Redis;
+  prefix: string;
+  api: ApiClient;
+}): WorkerMetrics {
   const registry = new Registry();
-  const passes = new Counter({ name: 'runsync_passes_total', help: 'Passes run by this worker, by kind and status', labelNames: ['kind', 'status'], registers: [registry] });
-  const runs = new Counter({ name: 'runsync_runs_loaded_total', help: 'Run details loaded (inserted or updated) by this worker', registers: [registry] });
-  const childRows = new Counter({ name: 'runsync_child_rows_loaded_total', help: 'Messages, steps and evaluations written by this worker', registers: [registry] });
+  const passes = new Counter({
+    name: 'runsync_passes_total',
+    help: 'Passes run by this worker, by kind and status',
+    labelNames: ['kind', 'status'],
+    registers: [registry],
+  });
+  const runs = new Counter({
+    name: 'runsync_runs_loaded_total',
+    help: 'Run details loaded (inserted or updated) by this worker',
+    registers: [registry],
+  });
+  const childRows = new Counter({
+    name: 'runsync_child_rows_loaded_total',
+    help: 'Messages, steps and evaluations written by this worker',
+    registers: [registry],
+  });
   let seen: Record<string, number> = {};
   new Counter({
     name: 'runsync_api_requests_total',
@@ -62,7 +86,14 @@ export function createMetrics(o: { queues: WorkerQueues; redis: Redis; prefix: s
     registers: [registry],
     async collect() {
       for (const q of [o.queues.write, o.queues.fetch]) {
-        const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed', 'waiting-children', 'prioritized');
+        const counts = await q.getJobCounts(
+          'waiting',
+          'active',
+          'delayed',
+          'failed',
+          'waiting-children',
+          'prioritized',
+        );
         for (const [state, n] of Object.entries(counts)) this.set({ queue: q.name, state }, n);
       }
     },
@@ -73,11 +104,11 @@ export function createMetrics(o: { queues: WorkerQueues; redis: Redis; prefix: s
   };
   new Gauge({
     name: 'runsync_lag_seconds',
-    help: 'How far the warehouse is behind the API: now minus the live window\'s watermark',
+    help: "How far the warehouse is behind the API: now minus the live window's watermark",
     registers: [registry],
     async collect() {
       const p = await lastPass();
-      if (p?.watermarkMs) this.set((Date.now() - p.watermarkMs) / 1000);
+      this.set(p?.watermarkMs ? (Date.now() - p.watermarkMs) / 1000 : UNKNOWN);
     },
   });
   new Gauge({
@@ -86,7 +117,7 @@ export function createMetrics(o: { queues: WorkerQueues; redis: Redis; prefix: s
     registers: [registry],
     async collect() {
       const p = await lastPass();
-      if (p) this.set(p.finishedAtMs / 1000);
+      this.set(p ? p.finishedAtMs / 1000 : UNKNOWN);
     },
   });
   new Gauge({
@@ -95,13 +126,17 @@ export function createMetrics(o: { queues: WorkerQueues; redis: Redis; prefix: s
     registers: [registry],
     async collect() {
       const p = await lastPass();
-      if (p?.openRuns !== null && p?.openRuns !== undefined) this.set(p.openRuns);
+      this.set(p?.openRuns !== null && p?.openRuns !== undefined ? p.openRuns : UNKNOWN);
     },
   });
   return {
     registry,
     recordJob(name, result) {
-      const r = result as { status?: string; kind?: string; runs?: { inserted?: number; updated?: number; childRows?: number } } | null;
+      const r = result as {
+        status?: string;
+        kind?: string;
+        runs?: { inserted?: number; updated?: number; childRows?: number };
+      } | null;
       if (!r || typeof r !== 'object') return;
       if (typeof r.status === 'string') passes.inc({ kind: r.kind ?? name, status: r.status });
       if (r.runs) {

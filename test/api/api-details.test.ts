@@ -100,7 +100,9 @@ describe('fetchRunDetails against the simulator', () => {
     const ids = (await collect(t.client.iterateRuns())).map((r) => r.id).slice(0, 40);
     const missing = '00000000-0000-4000-8000-00000000dead';
     sim.counters.reset();
-    const results = await collect(t.client.fetchRunDetails([...ids.slice(0, 20), missing, ...ids.slice(20)], { concurrency: 6 }));
+    const results = await collect(
+      t.client.fetchRunDetails([...ids.slice(0, 20), missing, ...ids.slice(20)], { concurrency: 6 }),
+    );
     expect(results).toHaveLength(41);
     const ok = results.filter((r) => r.ok);
     expect(ok.map((r) => r.id).sort()).toEqual([...ids].sort());
@@ -111,7 +113,9 @@ describe('fetchRunDetails against the simulator', () => {
   });
 
   it('ends on a refused key rather than failing every id', async () => {
-    const e = await failure(collect(makeClient(sim.url, 'svc_live_unknown_key_000000000000').client.fetchRunDetails(['a', 'b', 'c'])));
+    const e = await failure(
+      collect(makeClient(sim.url, 'svc_live_unknown_key_000000000000').client.fetchRunDetails(['a', 'b', 'c'])),
+    );
     expect(e).toBeInstanceOf(AuthError);
   });
 });

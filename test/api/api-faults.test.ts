@@ -1,15 +1,15 @@
 import { inspect } from 'node:util';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import {
+  type ApiError,
   AuthError,
   InvalidRequestError,
   MalformedResponseError,
   NetworkError,
   PermissionError,
+  type RunDetail,
   ServerError,
   TimeoutError,
-  type ApiError,
-  type RunDetail,
 } from '../../src/api/index.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { collect, failure, makeClient, startSim } from './api-test-kit.ts';
@@ -55,7 +55,7 @@ describe('with faults on', () => {
     expect((seen['500'] ?? 0) + (seen['502'] ?? 0) + (seen['503'] ?? 0)).toBeGreaterThan(0);
     expect(seen['0']).toBeGreaterThan(0);
     expect(t.client.stats().retries).toBeGreaterThan(5);
-    expect(t.invalid).toEqual([]);
+    expect(t.client.stats().invalidRecords).toBe(0);
     await t.client.close();
   });
 
@@ -86,7 +86,10 @@ describe('with faults on', () => {
   it('times out a response that is too slow, and retries it', async () => {
     sim.faults.set({ latencyRate: 1, latencyMinMs: 400, latencyMaxMs: 400 });
     sim.counters.reset();
-    const t = makeClient(sim.url, sim.key, { requestTimeoutMs: 80, retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 } });
+    const t = makeClient(sim.url, sim.key, {
+      requestTimeoutMs: 80,
+      retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
+    });
     const e = (await failure(t.client.getRun(reference.ids[0]!))) as ApiError;
     expect(e).toBeInstanceOf(TimeoutError);
     expect(e.attempts).toBe(2);
@@ -120,15 +123,15 @@ describe('fatal answers', () => {
     const key = sim.keys.add({ scopes: ['api:runs:read', 'api:agents:read'] });
     const t = makeClient(sim.url, key);
     sim.counters.reset();
-    const e = (await failure(t.client.getTool('service:web_search'))) as PermissionError;
+    const e = (await failure(t.client.getCatalogObject('tools', 'service:web_search'))) as PermissionError;
     expect(e).toBeInstanceOf(PermissionError);
     expect(e.scope).toBe('api:tools:read');
     expect(e.message).toContain('api:tools:read');
     expect(e.requestId).toMatch(/^req_/);
     expect(sim.counters.count('tools.get')).toBe(1);
-    expect(await failure(collect(t.client.iterateGuidelines()))).toBeInstanceOf(PermissionError);
+    expect(await failure(collect(t.client.iterateCatalog('guidelines')))).toBeInstanceOf(PermissionError);
     expect((await t.client.listRuns({}, { limit: 2 })).items).toHaveLength(2);
-    expect((await collect(t.client.iterateAgents())).length).toBeGreaterThan(0);
+    expect((await collect(t.client.iterateCatalog('agents'))).length).toBeGreaterThan(0);
     expectNoKey(e, key);
     await t.client.close();
   });

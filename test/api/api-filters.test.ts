@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { FilterError, MAX_FILTER_VALUES, runListQueries, type RunSummary } from '../../src/api/index.ts';
+import { FilterError, MAX_FILTER_VALUES, type RunSummary, runListQueries } from '../../src/api/index.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { parseTimestamp } from '../../src/util/timestamp.ts';
 import { collect, failure, makeClient, startSim, type TestClient } from './api-test-kit.ts';
@@ -41,10 +41,10 @@ describe('checked before sending', () => {
     ['duration[lt]', () => t.client.listRuns({ duration: { lt: 1.5 } })],
     ['created_after', () => t.client.listRuns({ createdAfter: 'yesterday' })],
     ['limit', () => t.client.listRuns({}, { limit: 101 })],
-    ['limit', () => t.client.listTools({}, { limit: 0 })],
-    ['type', () => t.client.listTools({ type: ['magic_tool'] })],
-    ['mcp_server_id', () => t.client.listTools({ mcpServerId: 'srv-1' })],
-    ['type', () => t.client.listGuardrails({ type: 'advisory' })],
+    ['limit', () => t.client.catalogPage('tools', {}, { limit: 0 })],
+    ['type', () => t.client.catalogPage('tools', { type: ['magic_tool'] })],
+    ['mcp_server_id', () => t.client.catalogPage('tools', { mcpServerId: 'srv-1' })],
+    ['type', () => t.client.catalogPage('guardrails', { type: 'advisory' })],
     ['ticket_id', () => collect(t.client.iterateRuns({ ticketId: many(MAX_FILTER_VALUES * 501, 't') }))],
   ];
 
@@ -105,7 +105,7 @@ describe('sent to the API', () => {
   });
 
   it('merges the pieces of a split list by id, so a run matching two pieces comes once', async () => {
-    const names = (await t.client.getRunToolOptions()).map((o) => o.tool_name);
+    const names = (await t.client.getRunToolOptions()).items.map((o) => o.tool_name);
     const whole = await collect(t.client.iterateRuns({ toolName: names }, { pageSize: 100 }));
     // Real names spread over both pieces, padded past the per-request limit with names nobody used.
     const half = Math.ceil(names.length / 2);

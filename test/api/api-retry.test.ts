@@ -4,18 +4,18 @@ import {
   backoffDelay,
   classify,
   DEFAULT_RETRY_POLICY,
+  type Expect,
   InvalidRequestError,
   MalformedResponseError,
   NetworkError,
   NotFoundError,
-  PermissionError,
+  type PermissionError,
   RateLimitedError,
   ServerError,
   TimeoutError,
-  type Expect,
   type Verdict,
 } from '../../src/api/index.ts';
-import { failure, json, makeClient, scriptedServer, type ScriptedServer } from './api-test-kit.ts';
+import { failure, json, makeClient, type ScriptedServer, scriptedServer } from './api-test-kit.ts';
 
 // The one classification of responses and exceptions, case by case: the body's error.code first,
 // the status second; what is fatal, what is retried, what waits.
@@ -23,10 +23,21 @@ import { failure, json, makeClient, scriptedServer, type ScriptedServer } from '
 const KEY = 'svc_live_classify_secret_key_123';
 const NOW = 1_800_000_000_000;
 
-function response(status: number, body: unknown, headers: Record<string, string> = {}, expect: Expect = 'detail'): Verdict {
+function response(
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+  expect: Expect = 'detail',
+): Verdict {
   return classify(
     { kind: 'response', status, headers, body: typeof body === 'string' ? body : JSON.stringify(body) },
-    { endpoint: 'runs.get', path: '/api/v1/runs/x', expect, redact: (s) => s.split(KEY).join('[REDACTED]'), nowMs: NOW },
+    {
+      endpoint: 'runs.get',
+      path: '/api/v1/runs/x',
+      expect,
+      redact: (s) => s.split(KEY).join('[REDACTED]'),
+      nowMs: NOW,
+    },
   );
 }
 
@@ -51,7 +62,10 @@ describe('classify', () => {
     expect(perm.action).toBe('fatal');
     expect((errorOf(perm) as PermissionError).scope).toBe('api:tools:read');
     expect(errorOf(perm).message).toContain('api:tools:read');
-    expect(response(400, apiError('invalid_request'))).toMatchObject({ action: 'fatal', error: expect.any(InvalidRequestError) });
+    expect(response(400, apiError('invalid_request'))).toMatchObject({
+      action: 'fatal',
+      error: expect.any(InvalidRequestError),
+    });
     expect(response(404, apiError('not_found'))).toMatchObject({ action: 'fatal', error: expect.any(NotFoundError) });
   });
 
@@ -74,7 +88,10 @@ describe('classify', () => {
     expect(v.action).toBe('retry');
     expect(errorOf(v)).toBeInstanceOf(ServerError);
     expect((errorOf(v) as ServerError).requestId).toBe('req_proxy');
-    expect(response(500, apiError('internal_error'))).toMatchObject({ action: 'retry', error: expect.any(ServerError) });
+    expect(response(500, apiError('internal_error'))).toMatchObject({
+      action: 'retry',
+      error: expect.any(ServerError),
+    });
     expect(response(503, 'busy', { 'retry-after': '3' })).toMatchObject({ action: 'retry', minDelayMs: 3000 });
     expect(response(408, '')).toMatchObject({ action: 'retry', error: expect.any(TimeoutError) });
   });
@@ -82,16 +99,29 @@ describe('classify', () => {
   it('retries a 2xx that is not JSON or not the expected envelope', () => {
     expect(errorOf(response(200, '{"data": [1, 2'))).toBeInstanceOf(MalformedResponseError);
     expect(response(200, { data: [] }, {}, 'list').action).toBe('retry');
-    expect(response(200, { data: [], pagination: { has_more: 'yes', next_cursor: null } }, {}, 'list').action).toBe('retry');
-    expect(response(200, { data: [], pagination: { limit: 5, has_more: false, next_cursor: null } }, {}, 'list').action).toBe('ok');
+    expect(response(200, { data: [], pagination: { has_more: 'yes', next_cursor: null } }, {}, 'list').action).toBe(
+      'retry',
+    );
+    expect(
+      response(200, { data: [], pagination: { limit: 5, has_more: false, next_cursor: null } }, {}, 'list').action,
+    ).toBe('ok');
     expect(response(200, { data: [] }, {}, 'detail').action).toBe('retry');
     expect(response(200, { data: [] }, {}, 'items').action).toBe('ok');
   });
 
   it('waits on 429 for Retry-After, else the body, else the reset, else a second', () => {
-    expect(response(429, apiError('rate_limited', 'slow', { retry_after: 9 }), { 'retry-after': '2' })).toMatchObject({ action: 'wait', waitMs: 2000 });
-    expect(response(429, apiError('rate_limited', 'slow', { retry_after: 9 }))).toMatchObject({ action: 'wait', waitMs: 9000 });
-    expect(response(429, 'x', { 'x-ratelimit-reset': String(NOW / 1000 + 4) })).toMatchObject({ action: 'wait', waitMs: 4000 });
+    expect(response(429, apiError('rate_limited', 'slow', { retry_after: 9 }), { 'retry-after': '2' })).toMatchObject({
+      action: 'wait',
+      waitMs: 2000,
+    });
+    expect(response(429, apiError('rate_limited', 'slow', { retry_after: 9 }))).toMatchObject({
+      action: 'wait',
+      waitMs: 9000,
+    });
+    expect(response(429, 'x', { 'x-ratelimit-reset': String(NOW / 1000 + 4) })).toMatchObject({
+      action: 'wait',
+      waitMs: 4000,
+    });
     expect(response(429, 'x', { 'x-ratelimit-reset': '3' })).toMatchObject({ action: 'wait', waitMs: 3000 });
     expect(response(429, 'x')).toMatchObject({ action: 'wait', waitMs: 1000 });
     const date = new Date(NOW + 5000).toUTCString();
@@ -99,11 +129,27 @@ describe('classify', () => {
   });
 
   it('retries connection failures and timeouts', () => {
-    const ctx = { endpoint: 'runs.list' as const, path: '/p', expect: 'list' as const, redact: (s: string) => s, nowMs: NOW };
-    const reset = classify({ kind: 'exception', error: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }), timedOut: false }, ctx);
+    const ctx = {
+      endpoint: 'runs.list' as const,
+      path: '/p',
+      expect: 'list' as const,
+      redact: (s: string) => s,
+      nowMs: NOW,
+    };
+    const reset = classify(
+      {
+        kind: 'exception',
+        error: Object.assign(new Error('other side closed'), { code: 'UND_ERR_SOCKET' }),
+        timedOut: false,
+      },
+      ctx,
+    );
     expect(reset).toMatchObject({ action: 'retry', error: expect.any(NetworkError) });
     expect(errorOf(reset)).not.toBeInstanceOf(TimeoutError);
-    const headers = classify({ kind: 'exception', error: Object.assign(new Error('x'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), timedOut: false }, ctx);
+    const headers = classify(
+      { kind: 'exception', error: Object.assign(new Error('x'), { code: 'UND_ERR_HEADERS_TIMEOUT' }), timedOut: false },
+      ctx,
+    );
     expect(errorOf(headers)).toBeInstanceOf(TimeoutError);
     const ours = classify({ kind: 'exception', error: new Error('aborted'), timedOut: true }, ctx);
     expect(errorOf(ours)).toBeInstanceOf(TimeoutError);
@@ -162,21 +208,38 @@ describe('classification through the client, against a server that answers oddly
         case '/api/v1/tools/service%3Adown':
           return html(503);
         case '/api/v1/agents/echo':
-          return json(res, 401, { error: { code: 'unauthenticated', message: `revoked: ${req.headers.authorization}`, request_id: 'req_echo' } });
+          return json(res, 401, {
+            error: {
+              code: 'unauthenticated',
+              message: `revoked: ${req.headers.authorization}`,
+              request_id: 'req_echo',
+            },
+          });
         case '/api/v1/guardrails/penalty':
-          return json(res, 429, { error: { code: 'rate_limited', message: 'slow down', request_id: 'req_pen', retry_after: 3600 } }, { 'retry-after': '3600' });
+          return json(
+            res,
+            429,
+            { error: { code: 'rate_limited', message: 'slow down', request_id: 'req_pen', retry_after: 3600 } },
+            { 'retry-after': '3600' },
+          );
         default:
-          return json(res, 500, { error: { code: 'internal_error', message: `unscripted ${path}`, request_id: 'req_x' } });
+          return json(res, 500, {
+            error: { code: 'internal_error', message: `unscripted ${path}`, request_id: 'req_x' },
+          });
       }
     });
   });
   afterAll(() => server.close());
 
-  const client = () => makeClient(server.url, KEY2, { validation: 'lenient', retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 4 } });
+  const client = () =>
+    makeClient(server.url, KEY2, { validation: 'lenient', retry: { maxAttempts: 4, baseDelayMs: 1, maxDelayMs: 4 } });
 
   it('takes not_found for NotFoundError whatever the status, without retrying', async () => {
     const { client: c } = client();
-    for (const [id, requestId] of [['gone-400', 'req_gone'], ['gone-500', 'req_gone5']] as const) {
+    for (const [id, requestId] of [
+      ['gone-400', 'req_gone'],
+      ['gone-500', 'req_gone5'],
+    ] as const) {
       const e = (await failure(c.getRun(id))) as NotFoundError;
       expect(e).toBeInstanceOf(NotFoundError);
       expect(e).toMatchObject({ endpoint: 'runs.get', requestId, code: 'not_found' });
@@ -187,7 +250,7 @@ describe('classification through the client, against a server that answers oddly
 
   it('retries proxy pages and an HTML 200 until the real answer comes', async () => {
     const { client: c } = client();
-    expect(await c.getRunToolOptions()).toEqual([option]);
+    expect(await c.getRunToolOptions()).toEqual({ items: [option], refused: [] });
     expect(hits.get('/api/v1/runs/tool-options')).toBe(4);
     expect(c.stats().retries).toBe(3);
     await c.close();
@@ -195,7 +258,7 @@ describe('classification through the client, against a server that answers oddly
 
   it('gives up after the bounded attempts with the proxy request id and the endpoint', async () => {
     const { client: c } = client();
-    const e = (await failure(c.getTool('service:down'))) as ServerError;
+    const e = (await failure(c.getCatalogObject('tools', 'service:down'))) as ServerError;
     expect(e).toBeInstanceOf(ServerError);
     expect(e).toMatchObject({ endpoint: 'tools.get', status: 503, requestId: 'req_proxy_4', attempts: 4 });
     expect(hits.get('/api/v1/tools/service%3Adown')).toBe(4);
@@ -204,7 +267,7 @@ describe('classification through the client, against a server that answers oddly
 
   it('keeps the key out of an error even when the server echoes the Authorization header', async () => {
     const { client: c } = client();
-    const e = (await failure(c.getAgent('echo'))) as AuthError;
+    const e = (await failure(c.getCatalogObject('agents', 'echo'))) as AuthError;
     expect(e).toBeInstanceOf(AuthError);
     expect(e.requestId).toBe('req_echo');
     expect(e.message).not.toContain(KEY2);
@@ -215,7 +278,7 @@ describe('classification through the client, against a server that answers oddly
   it('fails fast on a Retry-After longer than it will wait, without holding the other callers', async () => {
     const { client: c, budget } = client();
     const t0 = Date.now();
-    const e = (await failure(c.getGuardrail('penalty'))) as RateLimitedError;
+    const e = (await failure(c.getCatalogObject('guardrails', 'penalty'))) as RateLimitedError;
     expect(e).toBeInstanceOf(RateLimitedError);
     expect(e.retryAfterMs).toBe(3_600_000);
     expect(e.requestId).toBe('req_pen');

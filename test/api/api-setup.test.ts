@@ -15,7 +15,12 @@ afterAll(() => sim.close());
 
 describe('createApiClient', () => {
   it('talks to the configured API with the configured key and limits, logging no secret', async () => {
-    const config = loadConfig({ RUNSYNC_API_URL: `${sim.url}/`, RUNSYNC_API_KEY: sim.key, RUNSYNC_RATE_LIMIT: '20', LOG_LEVEL: 'trace' });
+    const config = loadConfig({
+      RUNSYNC_API_URL: `${sim.url}/`,
+      RUNSYNC_API_KEY: sim.key,
+      RUNSYNC_RATE_LIMIT: '20',
+      LOG_LEVEL: 'trace',
+    });
     const lines: string[] = [];
     const logger = configuredLogger(config, { destination: { write: (l: string) => lines.push(l) } });
     const client = createApiClient(config, { logger, retry: { maxAttempts: 2, baseDelayMs: 1 } });
@@ -30,7 +35,12 @@ describe('createApiClient', () => {
   });
 
   it('paces to RUNSYNC_RATE_LIMIT less RUNSYNC_RATE_RESERVE', async () => {
-    const config = loadConfig({ RUNSYNC_API_URL: sim.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_RATE_LIMIT: '10', RUNSYNC_RATE_RESERVE: '20%' });
+    const config = loadConfig({
+      RUNSYNC_API_URL: sim.url,
+      RUNSYNC_API_KEY: sim.key,
+      RUNSYNC_RATE_LIMIT: '10',
+      RUNSYNC_RATE_RESERVE: '20%',
+    });
     const client = createApiClient(config, { logger: configuredLogger(config) });
     const ids = (await client.listRuns({}, { limit: 16 })).items.map((r) => r.id);
     await new Promise((r) => setTimeout(r, 200));

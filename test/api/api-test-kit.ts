@@ -1,8 +1,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { ApiClient, type ApiClientOptions } from '../../src/api/index.ts';
-import { SharedRateBudget, type RateBudgetOptions } from '../../src/budget/index.ts';
-import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { type RateBudgetOptions, SharedRateBudget } from '../../src/budget/index.ts';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
 
 // What the client tests share: a simulator at a fixed clock, and a client wired the way production
 // wires it, with short backoff delays so retries do not slow the suite.
@@ -16,27 +16,27 @@ export function startSim(options: SimulatorOptions = {}): Promise<Simulator> {
 export interface TestClient {
   client: ApiClient;
   budget: SharedRateBudget;
-  invalid: { endpoint: string; recordId: string | null; problems: readonly string[] }[];
 }
 
 export function makeClient(
   url: string,
   key: string,
-  options: Partial<Omit<ApiClientOptions, 'budget'>> & { budget?: SharedRateBudget; budgetOptions?: RateBudgetOptions } = {},
+  options: Partial<Omit<ApiClientOptions, 'budget'>> & {
+    budget?: SharedRateBudget;
+    budgetOptions?: RateBudgetOptions;
+  } = {},
 ): TestClient {
   const { budgetOptions, budget: given, ...rest } = options;
   const budget = given ?? new SharedRateBudget(budgetOptions);
-  const invalid: TestClient['invalid'] = [];
   const client = new ApiClient({
     baseUrl: url,
     apiKey: key,
     budget,
     validation: 'strict',
     retry: { baseDelayMs: 2, maxDelayMs: 20 },
-    onInvalid: (r) => invalid.push({ endpoint: r.endpoint, recordId: r.recordId, problems: r.problems }),
     ...rest,
   });
-  return { client, budget, invalid };
+  return { client, budget };
 }
 
 export async function collect<T>(it: AsyncIterable<T>): Promise<T[]> {

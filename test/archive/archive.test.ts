@@ -4,18 +4,24 @@ import parquet from 'parquetjs-lite';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { registerArchiveCodec } from '../../src/archive/archive-codec.ts';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../../src/archive/archive-paths.ts';
-import { rebuildInPlace, rebuildInto } from '../../src/archive/rebuild.ts';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { CATALOG_TABLES } from '../../src/resources/registry.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { loadCatalogListing } from '../../src/warehouse/load-catalog.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { loadToolOptions } from '../../src/warehouse/load-tool-options.ts';
-import { CATALOG_TABLES } from '../../src/warehouse/spec-catalog.ts';
+import { rebuildInPlace, rebuildInto } from '../../src/warehouse/rebuild.ts';
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
 import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
 import { count, dumpAll, simDetails, tempDir } from '../warehouse/wh-kit.ts';
 
-const KIND = { tools: 'tool', agents: 'agent', guidelines: 'guideline', guardrails: 'guardrail', runbooks: 'runbook' } as const;
+const KIND = {
+  tools: 'tool',
+  agents: 'agent',
+  guidelines: 'guideline',
+  guardrails: 'guardrail',
+  runbooks: 'runbook',
+} as const;
 
 let tmp: ReturnType<typeof tempDir>;
 let wh: Warehouse;
@@ -34,17 +40,23 @@ function walk(dir: string): string[] {
 }
 
 describe('raw archive', () => {
-  it('keeps every payload that changed the warehouse, compressed, by endpoint and day, readable by DuckDB and by parquetjs-lite', async () => {
+  it('keeps each changed payload compressed, by endpoint and day, readable by DuckDB and parquetjs-lite', async () => {
     const details = simDetails(41, 40);
     const r = await loadRunDetails(wh, details, { fetchedAt: 1_772_323_200_123_456 });
-    expect(relative(wh.dir, r.archiveFile as string).split(sep).slice(0, 3)).toEqual(['raw', 'runs', '2026-03-01']);
+    expect(
+      relative(wh.dir, r.archiveFile as string)
+        .split(sep)
+        .slice(0, 3),
+    ).toEqual(['raw', 'runs', '2026-03-01']);
 
     const viaDuck = await wh.all<{ id: string; payload: string; f: bigint; codec: string }>(
       `SELECT id, payload, epoch_us(fetched_at) AS f FROM read_parquet('${r.archiveFile}') ORDER BY seq`,
     );
     expect(viaDuck.map((x) => JSON.parse(x.payload))).toEqual(details);
     expect(viaDuck.every((x) => x.f === 1_772_323_200_123_456n)).toBe(true);
-    const codecs = await wh.all<{ c: string }>(`SELECT DISTINCT compression AS c FROM parquet_metadata('${r.archiveFile}') WHERE path_in_schema = 'payload'`);
+    const codecs = await wh.all<{ c: string }>(
+      `SELECT DISTINCT compression AS c FROM parquet_metadata('${r.archiveFile}') WHERE path_in_schema = 'payload'`,
+    );
     expect(codecs).toEqual([{ c: 'BROTLI' }]);
 
     registerArchiveCodec(); // parquetjs-lite's Brotli codec is supplied by runsync
@@ -57,8 +69,21 @@ describe('raw archive', () => {
   });
 
   it('never builds a path from an API value, however hostile the id', async () => {
-    const hostile = ['../../escape', '..', '%2F..%2Fx', "it's \"quoted\"", 'チケット/..\\x', '\u0000nul', 'a'.repeat(5000), '.hidden', '/abs/path'];
-    const r = await loadRunDetails(wh, hostile.map((id) => runDetail({ id })));
+    const hostile = [
+      '../../escape',
+      '..',
+      '%2F..%2Fx',
+      'it\'s "quoted"',
+      'チケット/..\\x',
+      '\u0000nul',
+      'a'.repeat(5000),
+      '.hidden',
+      '/abs/path',
+    ];
+    const r = await loadRunDetails(
+      wh,
+      hostile.map((id) => runDetail({ id })),
+    );
     expect(r.inserted).toBe(hostile.length);
     const files = walk(join(wh.dir, 'raw'));
     for (const f of files) {
@@ -66,7 +91,9 @@ describe('raw archive', () => {
       expect(rel).toMatch(/^runs(\/\d{4}-\d{2}-\d{2}(\/\d{8}T\d{12}Z-\d+-[0-9a-f]{8}\.parquet)?)?$/);
     }
     expect(walk(tmp.dir).every((f) => f.startsWith(wh.dir))).toBe(true);
-    expect((await wh.all<{ id: string }>(`SELECT id FROM runs ORDER BY id`)).map((x) => x.id).sort()).toEqual([...hostile].sort());
+    expect((await wh.all<{ id: string }>(`SELECT id FROM runs ORDER BY id`)).map((x) => x.id).sort()).toEqual(
+      [...hostile].sort(),
+    );
   });
 
   it('creates its directories and files for the owner only', async () => {
@@ -87,7 +114,9 @@ describe('raw archive', () => {
     const files = await listArchiveFiles(wh.dir, 'runs');
     expect(files).toHaveLength(2);
     expect([...files].sort()).toEqual(files);
-    const ids = await wh.all(`SELECT id FROM read_parquet([${files.map((f) => `'${f}'`).join(',')}], filename = true) ORDER BY filename`);
+    const ids = await wh.all(
+      `SELECT id FROM read_parquet([${files.map((f) => `'${f}'`).join(',')}], filename = true) ORDER BY filename`,
+    );
     expect(ids).toEqual([{ id: 'a' }, { id: 'b' }]);
     for (const e of ARCHIVE_ENDPOINTS) expect(Array.isArray(await listArchiveFiles(wh.dir, e))).toBe(true);
   });
@@ -96,13 +125,23 @@ describe('raw archive', () => {
 describe('rebuild', () => {
   let sim: Simulator;
   beforeAll(async () => {
-    sim = await startSimulator({ seed: 12, size: 220, days: 8, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: null } });
+    sim = await startSimulator({
+      seed: 12,
+      size: 220,
+      days: 8,
+      now: '2026-03-01T00:00:00Z',
+      rateLimit: { perKey: null },
+    });
   });
   afterAll(() => sim.close());
 
   async function syncFromSimulator(target: Warehouse, rounds: number): Promise<void> {
     for (let i = 0; i < rounds; i++) {
-      for (const t of CATALOG_TABLES) await loadCatalogListing(target, t, sim.world.catalogObjects(KIND[t]), { complete: true, listedAt: sim.clock.now() });
+      for (const t of CATALOG_TABLES)
+        await loadCatalogListing(target, t, sim.world.catalogObjects(KIND[t]), {
+          complete: true,
+          listedAt: sim.clock.now(),
+        });
       await loadToolOptions(target, sim.world.toolOptions(), { fetchedAt: sim.clock.now() });
       const details = [...sim.world.truthRunDetails()];
       // Out of order and in overlapping batches, as racing fetches would deliver them.
@@ -150,7 +189,9 @@ describe('rebuild', () => {
     await rebuildInPlace(join(tmp.dir, 'w'));
     wh = await openWarehouse(join(tmp.dir, 'w'));
     expect(await dumpAll(wh)).toEqual(before);
-    expect(await wh.all(`SELECT value::VARCHAR AS v FROM _sync_state WHERE key = 'runs.watermark'`)).toEqual([{ v: '"2026-03-01T00:00:00Z"' }]);
+    expect(await wh.all(`SELECT value::VARCHAR AS v FROM _sync_state WHERE key = 'runs.watermark'`)).toEqual([
+      { v: '"2026-03-01T00:00:00Z"' },
+    ]);
     expect(await bookkeeping(wh)).toEqual(kept);
     expect(kept.rejected).toContainEqual({ endpoint: 'runs-list', reason: 'page 3: bad cursor' });
     expect(readdirSync(wh.dir).filter((f) => f.startsWith('.rebuild'))).toEqual([]);

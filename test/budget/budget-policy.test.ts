@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import {
+  type BudgetPolicy,
+  type BudgetState,
   initialBudgetState,
   learn,
   pacedRate,
@@ -8,8 +10,6 @@ import {
   reserveCount,
   takeEndpointSlot,
   takeSlot,
-  type BudgetPolicy,
-  type BudgetState,
 } from '../../src/budget/index.ts';
 
 // The budget's decisions as pure functions: when the next request may start, what a response's
@@ -30,7 +30,14 @@ function slots(state: BudgetState, policy: BudgetPolicy, n: number, at = T0): { 
   return { times, state: s };
 }
 
-function observed(limit: number, remaining: number, resetIn: number, at = T0, limited = false, base = initialBudgetState()) {
+function observed(
+  limit: number,
+  remaining: number,
+  resetIn: number,
+  at = T0,
+  limited = false,
+  base = initialBudgetState(),
+) {
   return learn(base, { limit, remaining, resetAtMs: at + resetIn, atMs: at }, limited);
 }
 
@@ -98,7 +105,11 @@ describe('learning from headers', () => {
     expect(readRateHeaders({ 'x-ratelimit-reset': String(T0 / 1000 + 3) }, at)?.resetAtMs).toBe(T0 + 3000);
     expect(readRateHeaders({ 'x-ratelimit-reset': '3' }, at)?.resetAtMs).toBe(at + 3000);
     expect(readRateHeaders({ 'x-ratelimit-reset': String(T0 + 3000) }, at)?.resetAtMs).toBe(T0 + 3000);
-    expect(readRateHeaders({ 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '7' }, at)).toMatchObject({ limit: 50, remaining: 7, resetAtMs: null });
+    expect(readRateHeaders({ 'x-ratelimit-limit': '50', 'x-ratelimit-remaining': '7' }, at)).toMatchObject({
+      limit: 50,
+      remaining: 7,
+      resetAtMs: null,
+    });
     expect(readRateHeaders({ 'content-type': 'application/json' }, at)).toBeNull();
     expect(readRateHeaders({ 'x-ratelimit-limit': 'lots' }, at)).toBeNull();
   });
@@ -135,8 +146,13 @@ describe('an endpoint with a bucket of its own', () => {
   const key = observed(50, 50, 1000);
   const tight = learn(key, { limit: 4, remaining: 0, resetAtMs: T0 + 600, atMs: T0 }, true, 'runs.get');
 
-  it('takes a limit below the key\'s, reported on one endpoint, for that endpoint alone', () => {
-    expect(tight).toMatchObject({ limit: 50, remaining: 50, windowMs: 1000, endpoints: { 'runs.get': { limit: 4, windowMs: 1000 } } });
+  it("takes a limit below the key's, reported on one endpoint, for that endpoint alone", () => {
+    expect(tight).toMatchObject({
+      limit: 50,
+      remaining: 50,
+      windowMs: 1000,
+      endpoints: { 'runs.get': { limit: 4, windowMs: 1000 } },
+    });
     expect(pacedRate(tight, open)).toBeCloseTo(50);
   });
 
@@ -147,7 +163,7 @@ describe('an endpoint with a bucket of its own', () => {
     expect(s).toMatchObject({ limit: 50, remaining: 44, endpoints: { 'runs.get': { limit: 4 } } });
   });
 
-  it('paces that endpoint to its own limit and leaves the others to the key\'s pace', () => {
+  it("paces that endpoint to its own limit and leaves the others to the key's pace", () => {
     const times: (number | null)[] = [];
     let s = tight;
     for (let i = 0; i < 3; i++) {
@@ -157,8 +173,18 @@ describe('an endpoint with a bucket of its own', () => {
     }
     expect(times).toEqual([0, 250, 500]);
     expect(takeEndpointSlot(s, 'runs.list', T0, open).result).toBeNull();
-    expect(takeEndpointSlot(pauseUntil(tight, T0 + 2000), 'runs.get', T0, open).result).toEqual({ at: T0 + 2000, pausedUntilMs: T0 + 2000 });
+    expect(takeEndpointSlot(pauseUntil(tight, T0 + 2000), 'runs.get', T0, open).result).toEqual({
+      at: T0 + 2000,
+      pausedUntilMs: T0 + 2000,
+    });
     // The reserve applies to it as well: 4 a second less 20% is one request every 312.5 ms.
-    expect(takeEndpointSlot(takeEndpointSlot(tight, 'runs.get', T0, { ceilingPerSecond: null, reserve: 0.2 }).state, 'runs.get', T0, open).result?.at).toBe(T0 + 312.5);
+    expect(
+      takeEndpointSlot(
+        takeEndpointSlot(tight, 'runs.get', T0, { ceilingPerSecond: null, reserve: 0.2 }).state,
+        'runs.get',
+        T0,
+        open,
+      ).result?.at,
+    ).toBe(T0 + 312.5);
   });
 });

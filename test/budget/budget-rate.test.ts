@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MemoryBudgetStore, SharedRateBudget, type BudgetClock } from '../../src/budget/index.ts';
+import { type BudgetClock, MemoryBudgetStore, SharedRateBudget } from '../../src/budget/index.ts';
 
 // The budget object over a manual clock: who waits for whom, without depending on real time.
 
@@ -41,7 +41,6 @@ function tracked(p: Promise<void>): { done: () => boolean; promise: Promise<void
   const promise = p.finally(() => (settled = true));
   return { done: () => settled, promise };
 }
-
 
 describe('SharedRateBudget', () => {
   it('holds every caller for a 429 another caller received', async () => {
@@ -93,7 +92,11 @@ describe('SharedRateBudget', () => {
   it('counts what it granted per endpoint and reports the pace it learned', async () => {
     const clock = new ManualClock();
     const budget = new SharedRateBudget({ clock, reserve: 0.1 });
-    await budget.observe('runs.list', 200, { 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '19', 'x-ratelimit-reset': String(clock.now() / 1000 + 1) });
+    await budget.observe('runs.list', 200, {
+      'x-ratelimit-limit': '20',
+      'x-ratelimit-remaining': '19',
+      'x-ratelimit-reset': String(clock.now() / 1000 + 1),
+    });
     await budget.acquire('runs.list');
     const snap = await budget.snapshot();
     expect(snap).toMatchObject({ limit: 20, windowMs: 1000, granted: { 'runs.list': 1 } });

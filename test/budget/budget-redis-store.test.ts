@@ -31,17 +31,28 @@ describe('two processes over one Redis budget', () => {
     const a = new SharedRateBudget({ store: new RedisBudgetStore({ redis: connect(), key }), reserve: 0 });
     const b = new SharedRateBudget({ store: new RedisBudgetStore({ redis: connect(), key }), reserve: 0 });
     const reset = String(Math.ceil(Date.now() / 1000) + 1);
-    await a.observe('runs.list', 200, { 'x-ratelimit-limit': '20', 'x-ratelimit-remaining': '19', 'x-ratelimit-reset': reset });
-    await b.observe('runs.get', 429, { 'x-ratelimit-limit': '5', 'x-ratelimit-remaining': '0', 'x-ratelimit-reset': reset, 'retry-after': '1' });
+    await a.observe('runs.list', 200, {
+      'x-ratelimit-limit': '20',
+      'x-ratelimit-remaining': '19',
+      'x-ratelimit-reset': reset,
+    });
+    await b.observe('runs.get', 429, {
+      'x-ratelimit-limit': '5',
+      'x-ratelimit-remaining': '0',
+      'x-ratelimit-reset': reset,
+      'retry-after': '1',
+    });
     expect(await a.snapshot()).toMatchObject({ limit: 20, endpoints: { 'runs.get': { limit: 5 } } });
 
     // Six detail requests split between the two processes: their own bucket (5 a second) spaces them.
     const starts: number[] = [];
     const t0 = Date.now();
-    await Promise.all([a, b, a, b, a, b].map(async (budget) => {
-      await budget.acquire('runs.get');
-      starts.push(Date.now() - t0);
-    }));
+    await Promise.all(
+      [a, b, a, b, a, b].map(async (budget) => {
+        await budget.acquire('runs.get');
+        starts.push(Date.now() - t0);
+      }),
+    );
     starts.sort((x, y) => x - y);
     expect(starts.at(-1)! - starts[0]!).toBeGreaterThanOrEqual(5 * 200 - 30);
 

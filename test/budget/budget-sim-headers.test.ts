@@ -36,7 +36,9 @@ async function limitingRelay(target: string): Promise<Limiter> {
     };
     if (recent.length >= LIMIT) {
       refused.push(now);
-      const body = JSON.stringify({ error: { code: 'rate_limited', message: 'slow down', request_id: `req_relay_${now}`, retry_after: resetIn } });
+      const body = JSON.stringify({
+        error: { code: 'rate_limited', message: 'slow down', request_id: `req_relay_${now}`, retry_after: resetIn },
+      });
       res.writeHead(429, { 'content-type': 'application/json', 'retry-after': String(resetIn), ...headers });
       res.end(body);
       return;

@@ -66,13 +66,24 @@ describe('limits learned from the simulator', () => {
     await t.client.close();
   });
 
-  it('keeps an endpoint\'s own limit apart from the key\'s while list pages and detail fetches take turns', async () => {
-    sim = await startSim({ size: 80, rateLimit: { perKey: { limit: 50, windowSeconds: 1 }, perEndpoint: { 'runs.get': { limit: 10, windowSeconds: 1 } } } });
+  it("keeps an endpoint's own limit apart from the key's while list pages and detail fetches take turns", async () => {
+    sim = await startSim({
+      size: 80,
+      rateLimit: {
+        perKey: { limit: 50, windowSeconds: 1 },
+        perEndpoint: { 'runs.get': { limit: 10, windowSeconds: 1 } },
+      },
+    });
     const t = makeClient(sim.url, sim.key);
     let fetched = 0;
     // As a sync does it: a page of summaries (whose headers report the key's bucket), then its details.
     for await (const page of t.client.runPages({}, { pageSize: 8 })) {
-      const results = await collect(t.client.fetchRunDetails(page.items.map((r) => r.id), { concurrency: 4 }));
+      const results = await collect(
+        t.client.fetchRunDetails(
+          page.items.map((r) => r.id),
+          { concurrency: 4 },
+        ),
+      );
       fetched += results.filter((r) => r.ok).length;
       if (fetched >= 32) break;
     }
@@ -86,8 +97,14 @@ describe('limits learned from the simulator', () => {
     await t.client.close();
   });
 
-  it('paces to an endpoint limit tighter than the key\'s, learned from its 429', async () => {
-    sim = await startSim({ size: 40, rateLimit: { perKey: { limit: 50, windowSeconds: 1 }, perEndpoint: { 'runs.get': { limit: 4, windowSeconds: 1 } } } });
+  it("paces to an endpoint limit tighter than the key's, learned from its 429", async () => {
+    sim = await startSim({
+      size: 40,
+      rateLimit: {
+        perKey: { limit: 50, windowSeconds: 1 },
+        perEndpoint: { 'runs.get': { limit: 4, windowSeconds: 1 } },
+      },
+    });
     const t = makeClient(sim.url, sim.key);
     const ids = (await collect(t.client.iterateRuns())).map((r) => r.id).slice(0, 14);
     const results = await collect(t.client.fetchRunDetails(ids, { concurrency: 4 }));

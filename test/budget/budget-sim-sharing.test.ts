@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import type { RequestRecord, Simulator } from '../../src/simulator/index.ts';
 import { SharedRateBudget } from '../../src/budget/index.ts';
+import type { RequestRecord, Simulator } from '../../src/simulator/index.ts';
 import { collect, makeClient, startSim } from '../api/api-test-kit.ts';
 
 // The budget sharing the key: a configured ceiling, a reserve left for other users, one 429 holding
@@ -26,7 +26,7 @@ describe('sharing the key', () => {
     await t.client.close();
   });
 
-  it('leaves the reserve of each window to the key\'s other users', async () => {
+  it("leaves the reserve of each window to the key's other users", async () => {
     sim = await startSim({ size: 80, rateLimit: { perKey: { limit: 20, windowSeconds: 1 } } });
     const t = makeClient(sim.url, sim.key, { budgetOptions: { reserve: 0.25 } });
     const ids = (await collect(t.client.iterateRuns({}, { pageSize: 100 }))).map((r) => r.id).slice(0, 40);
@@ -53,12 +53,15 @@ describe('sharing the key', () => {
     // The server now refuses this key for two seconds; anyone who calls before then gets a 429.
     sim.faults.set({ burst429Rate: 0 });
     await new Promise((r) => setTimeout(r, 50));
-    const others = [shared[1]!.client.getRun(ids[1]!), shared[0]!.client.getRun(ids[2]!), shared[1]!.client.getTool('service:web_search')];
+    const others = [
+      shared[1]!.client.getRun(ids[1]!),
+      shared[0]!.client.getRun(ids[2]!),
+      shared[1]!.client.getCatalogObject('tools', 'service:web_search'),
+    ];
     await Promise.all([first, ...others]);
     expect(sim.counters.count(undefined, 429)).toBe(1);
     expect(sim.counters.count(undefined, 200)).toBe(4);
     expect((await budget.snapshot()).pauses).toBe(1);
     for (const t of shared) await t.client.close();
   });
-
 });

@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { collect, runCli, spawnCli, waitForLine, type CliResult } from '../support/cli.ts';
+import { type CliResult, collect, runCli, spawnCli, waitForLine } from '../support/cli.ts';
 
 // The CLI's surface: every command of the product contract has --help; bad usage exits 2.
 
@@ -9,7 +9,7 @@ const helps = new Map<string, CliResult>();
 // Each run starts a fresh Node with the TypeScript loader: start them side by side, once.
 beforeAll(async () => {
   const results = await Promise.all(COMMANDS.map((c) => runCli([c, '--help'])));
-  COMMANDS.forEach((c, i) => helps.set(c, results[i] as CliResult));
+  for (const [i, c] of COMMANDS.entries()) helps.set(c, results[i] as CliResult);
 });
 
 describe('runsync CLI', () => {
@@ -28,23 +28,43 @@ describe('runsync CLI', () => {
   it.each(COMMANDS)('%s: when its help says "not built yet", running it says so and exits 2', async (c) => {
     const help = (helps.get(c) as CliResult).stdout;
     if (!help.includes('(not built yet)')) return;
-    const r = await runCli(c === 'backfill' ? [c, '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-02T00:00:00Z'] : [c]);
+    const r = await runCli(
+      c === 'backfill' ? [c, '--from', '2026-01-01T00:00:00Z', '--to', '2026-01-02T00:00:00Z'] : [c],
+    );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`runsync ${c} is not built yet`);
   });
 
   it('exits 2 on an unknown command, an unknown option, or a bad value', async () => {
-    const cases = [['nosuch'], ['simulate', '--nosuch'], ['simulate', '--faults', 'boom=2'], ['simulate', '--port', 'x'], []];
+    const cases = [
+      ['nosuch'],
+      ['simulate', '--nosuch'],
+      ['simulate', '--faults', 'boom=2'],
+      ['simulate', '--port', 'x'],
+      [],
+    ];
     const results = await Promise.all(cases.map((args) => runCli(args)));
     for (const [i, r] of results.entries()) expect(r.code, (cases[i] as string[]).join(' ')).toBe(2);
   });
 
   it('simulate serves the API until it is stopped', async () => {
-    const child = spawnCli(['simulate', '--port', '0', '--size', '50', '--key', 'svc_live_cli_test_key', '--now', '2026-03-01T00:00:00Z']);
+    const child = spawnCli([
+      'simulate',
+      '--port',
+      '0',
+      '--size',
+      '50',
+      '--key',
+      'svc_live_cli_test_key',
+      '--now',
+      '2026-03-01T00:00:00Z',
+    ]);
     const done = collect(child, 30_000);
     const line = await waitForLine(child, /^export RUNSYNC_API_URL=/);
     const url = line.split('=')[1] as string;
-    const res = await fetch(`${url}/api/v1/runs?limit=2`, { headers: { authorization: 'Bearer svc_live_cli_test_key' } });
+    const res = await fetch(`${url}/api/v1/runs?limit=2`, {
+      headers: { authorization: 'Bearer svc_live_cli_test_key' },
+    });
     expect(res.status).toBe(200);
     expect(((await res.json()) as { data: unknown[] }).data).toHaveLength(2);
     child.kill('SIGTERM');

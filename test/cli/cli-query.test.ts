@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { copyFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -8,14 +8,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
-import { viewsFixture, type ViewsFixture } from '../views/views-fixture.ts';
+import { type ViewsFixture, viewsFixture } from '../views/views-fixture.ts';
 import { holdInAnotherProcess, releaseHolder } from '../warehouse/wh-kit.ts';
 
 // `runsync query` on the shared synced warehouse: the aligned table, CSV and JSON carry what
 // DuckDB holds (exact integers, timestamps to the microsecond, JSON as JSON); it never writes;
 // SQL errors exit 1 with DuckDB's message and usage errors 2; a held warehouse is named in one
 // line that points to analytics.duckdb, which --analytics reads meanwhile.
-
 
 interface Ran {
   code: number;
@@ -31,7 +30,13 @@ describe('runsync query', () => {
   async function query(...args: string[]): Promise<Ran> {
     const out: string[] = [];
     const err: string[] = [];
-    const code = await main(['query', ...args], { out: (l) => out.push(l), err: (l) => err.push(l), env, signal: new AbortController().signal, isTty: false });
+    const code = await main(['query', ...args], {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+      env,
+      signal: new AbortController().signal,
+      isTty: false,
+    });
     return { code, out, err };
   }
 
@@ -50,9 +55,13 @@ describe('runsync query', () => {
   }, 180_000);
 
   it('prints an aligned table: a header, a rule, one line per row, numbers right-aligned', async () => {
-    const r = await query('SELECT agent_name, runs, deflection_rate FROM v_resolution_by_agent ORDER BY runs DESC, agent_name');
+    const r = await query(
+      'SELECT agent_name, runs, deflection_rate FROM v_resolution_by_agent ORDER BY runs DESC, agent_name',
+    );
     expect(r.code, r.err.join('\n')).toBe(0);
-    const want = await direct<{ agent_name: string; runs: bigint; deflection_rate: number }>('SELECT agent_name, runs, deflection_rate FROM v_resolution_by_agent ORDER BY runs DESC, agent_name');
+    const want = await direct<{ agent_name: string; runs: bigint; deflection_rate: number }>(
+      'SELECT agent_name, runs, deflection_rate FROM v_resolution_by_agent ORDER BY runs DESC, agent_name',
+    );
     const [header, rule, ...lines] = r.out;
     expect(header?.split(/\s+/).filter(Boolean)).toEqual(['agent_name', 'runs', 'deflection_rate']);
     expect(rule).toMatch(/^-+ {2}-+ {2}-+$/);
@@ -67,7 +76,7 @@ describe('runsync query', () => {
     });
   });
 
-  it('--format csv gives every row with DuckDB\'s values: exact, to the microsecond, quoted where needed', async () => {
+  it("--format csv gives every row with DuckDB's values: exact, to the microsecond, quoted where needed", async () => {
     const sql = `SELECT id, epoch_us(updated_at) AS us, CAST(updated_at AS VARCHAR) AS text_ts, updated_at, ticket_title FROM runs ORDER BY id`;
     const r = await query('--format', 'csv', sql);
     expect(r.code, r.err.join('\n')).toBe(0);
@@ -87,14 +96,23 @@ describe('runsync query', () => {
     });
     // Fields with a comma, a quote, a line break, and a NULL.
     const odd = await query('--format', 'csv', `SELECT 'a,b' AS x, 'say "hi"' AS y, E'two\\nlines' AS z, NULL AS n`);
-    expect(parseCsv(odd.out.join('\n'))).toEqual([['x', 'y', 'z', 'n'], ['a,b', 'say "hi"', 'two\nlines', '']]);
+    expect(parseCsv(odd.out.join('\n'))).toEqual([
+      ['x', 'y', 'z', 'n'],
+      ['a,b', 'say "hi"', 'two\nlines', ''],
+    ]);
   });
 
   it('--format json gives numbers, parsed JSON columns, lists, and integers too large for JavaScript as text', async () => {
-    const r = await query('--format', 'json', `SELECT run_id, agent_tool_ids, agent_model_config, agent_resolution_tracking, 9007199254740993::BIGINT AS big, 1.25::DECIMAL(5,2) AS dec FROM v_run_agent_config ORDER BY run_id LIMIT 3`);
+    const r = await query(
+      '--format',
+      'json',
+      `SELECT run_id, agent_tool_ids, agent_model_config, agent_resolution_tracking, 9007199254740993::BIGINT AS big, 1.25::DECIMAL(5,2) AS dec FROM v_run_agent_config ORDER BY run_id LIMIT 3`,
+    );
     expect(r.code, r.err.join('\n')).toBe(0);
     const rows = JSON.parse(r.out.join('\n')) as Record<string, unknown>[];
-    const want = await direct<{ run_id: string; tools: string; config: string }>(`SELECT run_id, to_json(agent_tool_ids)::VARCHAR AS tools, agent_model_config::VARCHAR AS config FROM v_run_agent_config ORDER BY run_id LIMIT 3`);
+    const want = await direct<{ run_id: string; tools: string; config: string }>(
+      `SELECT run_id, to_json(agent_tool_ids)::VARCHAR AS tools, agent_model_config::VARCHAR AS config FROM v_run_agent_config ORDER BY run_id LIMIT 3`,
+    );
     expect(rows.map((x) => x.run_id)).toEqual(want.map((w) => w.run_id));
     rows.forEach((row, i) => {
       expect(row.agent_tool_ids).toEqual(JSON.parse((want[i] as (typeof want)[number]).tools));
@@ -104,21 +122,36 @@ describe('runsync query', () => {
       expect(row.dec).toBe(1.25);
     });
     const counts = await query('--format', 'json', 'SELECT count(*) AS n FROM runs');
-    expect(JSON.parse(counts.out.join('\n'))).toEqual([{ n: Number((await direct<{ n: bigint }>('SELECT count(*) AS n FROM runs'))[0]?.n) }]);
+    expect(JSON.parse(counts.out.join('\n'))).toEqual([
+      { n: Number((await direct<{ n: bigint }>('SELECT count(*) AS n FROM runs'))[0]?.n) },
+    ]);
     const none = await query('--format', 'json', 'SELECT 1 AS x WHERE false');
     expect(JSON.parse(none.out.join('\n'))).toEqual([]);
   });
 
   it('--analytics reads analytics.duckdb and answers the same; SQL read from stdin with -', async () => {
-    const sql = 'SELECT CAST(day AS VARCHAR) AS day, runs, deflected, escalated FROM v_runs_daily_resolution ORDER BY day';
+    const sql =
+      'SELECT CAST(day AS VARCHAR) AS day, runs, deflected, escalated FROM v_runs_daily_resolution ORDER BY day';
     const [a, w] = await Promise.all([query('--analytics', '--format', 'csv', sql), query('--format', 'csv', sql)]);
     expect(a.code).toBe(0);
     expect(a.out).toEqual(w.out);
     expect(a.out.length).toBeGreaterThan(10);
-    const child = spawn(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url)), 'query', '--format', 'csv', '-'], {
-      env: { ...process.env, ...env },
-      stdio: 'pipe',
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url)),
+        'query',
+        '--format',
+        'csv',
+        '-',
+      ],
+      {
+        env: { ...process.env, ...env },
+        stdio: 'pipe',
+      },
+    );
     child.stdin.end('SELECT 41 + 1 AS answer;\n');
     let out = '';
     child.stdout.on('data', (d) => (out += d));
@@ -127,7 +160,7 @@ describe('runsync query', () => {
     expect(out).toBe('answer\n42\n');
   });
 
-  it('is read-only, exits 1 with DuckDB\'s message on a SQL error and 2 on a usage error', async () => {
+  it("is read-only, exits 1 with DuckDB's message on a SQL error and 2 on a usage error", async () => {
     const write = await query('CREATE TABLE scratch AS SELECT 1 AS x');
     expect(write.code).toBe(1);
     expect(write.err.join('\n')).toMatch(/read-only/i);
@@ -155,8 +188,14 @@ describe('runsync query', () => {
     expect(r.out.length).toBe(2 + 5);
     expect(r.err.join('\n')).toMatch(/first 5 rows/);
     expect(r.out.slice(2).every((l) => l.endsWith('…'))).toBe(true);
-    const full = await query('--format', 'csv', 'SELECT instructions FROM agents_history ORDER BY id, valid_from LIMIT 1');
-    const [w] = await direct<{ instructions: string }>('SELECT instructions FROM agents_history ORDER BY id, valid_from LIMIT 1');
+    const full = await query(
+      '--format',
+      'csv',
+      'SELECT instructions FROM agents_history ORDER BY id, valid_from LIMIT 1',
+    );
+    const [w] = await direct<{ instructions: string }>(
+      'SELECT instructions FROM agents_history ORDER BY id, valid_from LIMIT 1',
+    );
     expect(parseCsv(full.out.join('\n'))[1]?.[0]).toBe(w?.instructions);
   });
 

@@ -52,7 +52,10 @@ describe('runsync backfill and status', () => {
     await wh.close();
     expect(watermark).toEqual([]);
     const truth = [...sim.world.truthRunDetails()].filter(
-      (d) => (d.created_at as string) >= from && (d.created_at as string) < to && ['completed', 'failed'].includes(d.status as string),
+      (d) =>
+        (d.created_at as string) >= from &&
+        (d.created_at as string) < to &&
+        ['completed', 'failed'].includes(d.status as string),
     );
     expect(rows.map((r) => r.status)).toEqual(['completed', 'failed']);
     expect(rows.reduce((a, r) => a + Number(r.n), 0)).toBe(truth.length);
@@ -89,9 +92,21 @@ describe('runsync backfill and status', () => {
     expect(r.stdout).toMatch(/^open runs\s+\d+ tracked/m);
     expect(r.stdout).toMatch(/^rows\s+runs \d+/m);
     const json = await runCli(['status', '--json'], { RUNSYNC_WAREHOUSE_DIR: dir });
-    const report = JSON.parse(json.stdout) as { tables: Record<string, number>; lastPass: { status: string } };
+    const report = JSON.parse(json.stdout) as {
+      tables: Record<string, number>;
+      watermark: string;
+      lastPass: { status: string; startedAt: string; finishedAt: string };
+      walks: { from: string; to: string; updatedAt: string }[];
+      tableFreshness: Record<string, string | null>;
+    };
     expect(report.tables.runs).toBe([...sim.world.truthRunDetails()].length);
     expect(report.lastPass.status).toBe('ok');
+    // Times as ISO 8601 strings, microseconds kept.
+    const iso = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?Z$/;
+    for (const t of [report.watermark, report.lastPass.startedAt, report.lastPass.finishedAt]) expect(t).toMatch(iso);
+    for (const w of report.walks) for (const t of [w.from, w.to, w.updatedAt]) expect(t).toMatch(iso);
+    expect(Object.values(report.tableFreshness).filter((t) => t !== null).length).toBeGreaterThan(0);
+    for (const t of Object.values(report.tableFreshness)) if (t !== null) expect(t).toMatch(iso);
   });
 });
 
@@ -104,7 +119,12 @@ describe('runsync demo', () => {
       expect(r.stdout).toMatch(/first pass : 2000 runs listed, 2000 new/);
       expect(r.stdout).toMatch(/an hour on: .* new/);
       expect(r.stdout).toMatch(/^\s+runs\s+20\d\d$/m);
-      for (const title of ['Runs per day by resolution', 'Most called tools', 'Deflection and escalation rate per agent']) expect(r.stdout).toContain(title);
+      for (const title of [
+        'Runs per day by resolution',
+        'Most called tools',
+        'Deflection and escalation rate per agent',
+      ])
+        expect(r.stdout).toContain(title);
       const wh = await openWarehouse(join(cwd, 'warehouse'), { readOnly: true });
       const [n] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM run_steps`);
       await wh.close();

@@ -133,7 +133,13 @@ describe('loadConfig', () => {
 
 describe('the API base URL', () => {
   it('adds /api/v1 and tolerates a trailing slash, the prefix already there, or a path prefix', () => {
-    for (const raw of ['https://h.example', 'https://h.example/', 'https://h.example/api/v1', 'https://h.example/api/v1/', ' https://h.example ']) {
+    for (const raw of [
+      'https://h.example',
+      'https://h.example/',
+      'https://h.example/api/v1',
+      'https://h.example/api/v1/',
+      ' https://h.example ',
+    ]) {
       expect(apiBaseUrl(raw)).toBe('https://h.example/api/v1');
     }
     expect(apiBaseUrl('https://h.example/support/')).toBe('https://h.example/support/api/v1');
@@ -141,10 +147,23 @@ describe('the API base URL', () => {
   });
 
   it('allows plain http to loopback addresses only', () => {
-    for (const raw of ['http://localhost:8080', 'http://127.0.0.1:9', 'http://127.8.9.10', 'http://[::1]:8080', 'http://[::ffff:127.0.0.1]/', 'http://api.localhost']) {
+    for (const raw of [
+      'http://localhost:8080',
+      'http://127.0.0.1:9',
+      'http://127.8.9.10',
+      'http://[::1]:8080',
+      'http://[::ffff:127.0.0.1]/',
+      'http://api.localhost',
+    ]) {
       expect(apiBaseUrl(raw)).toMatch(/^http:\/\//);
     }
-    for (const raw of ['http://10.0.0.1', 'http://128.0.0.1', 'http://[::2]', 'http://localhost.example.com', 'http://[::ffff:10.0.0.1]']) {
+    for (const raw of [
+      'http://10.0.0.1',
+      'http://128.0.0.1',
+      'http://[::2]',
+      'http://localhost.example.com',
+      'http://[::ffff:10.0.0.1]',
+    ]) {
       expect(() => apiBaseUrl(raw)).toThrow(ConfigError);
     }
     expect(isLoopbackHost('[::1]')).toBe(true);

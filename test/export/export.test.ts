@@ -1,25 +1,35 @@
 import { copyFileSync, existsSync, mkdirSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { decompress } from 'fzstd';
 import parquet from 'parquetjs-lite';
 import { PARQUET_COMPRESSION_METHODS } from 'parquetjs-lite/lib/compression.js';
 import { PARQUET_LOGICAL_TYPES } from 'parquetjs-lite/lib/types.js';
-import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { exportParquet } from '../../src/export/export-parquet.ts';
-import { ALL_EXPORT_TABLES, RUN_EXPORT_TABLES } from '../../src/export/export-tables.ts';
+import { exportTables } from '../../src/export/export-tables.ts';
+import { CATALOG_TABLES, RESOURCES } from '../../src/resources/registry.ts';
 import { loadCatalogListing } from '../../src/warehouse/load-catalog.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { loadToolOptions } from '../../src/warehouse/load-tool-options.ts';
-import { CATALOG_TABLES } from '../../src/warehouse/spec-catalog.ts';
-import { sqlRunner } from '../../src/warehouse/warehouse-sql.ts';
+
+const ALL_EXPORT_TABLES = exportTables(RESOURCES);
+const RUN_EXPORT_TABLES = ALL_EXPORT_TABLES.filter((t) => t.partitioned);
+
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
+import { sqlRunner } from '../../src/warehouse/warehouse-sql.ts';
 import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
 import { clone, count, dumpAll, simWorld, tempDir } from '../warehouse/wh-kit.ts';
 
-const KIND = { tools: 'tool', agents: 'agent', guidelines: 'guideline', guardrails: 'guardrail', runbooks: 'runbook' } as const;
+const KIND = {
+  tools: 'tool',
+  agents: 'agent',
+  guidelines: 'guideline',
+  guardrails: 'guardrail',
+  runbooks: 'runbook',
+} as const;
 
 beforeAll(() => {
   // parquetjs-lite reads no ZSTD by itself; the export is ZSTD by contract.
@@ -62,16 +72,24 @@ function pq(...parts: string[]): string {
 }
 
 function filesUnder(dir: string): string[] {
-  return readdirSync(dir, { recursive: true }).map(String).filter((f) => statSync(join(dir, f)).isFile()).sort();
+  return readdirSync(dir, { recursive: true })
+    .map(String)
+    .filter((f) => statSync(join(dir, f)).isFile())
+    .sort();
 }
 
 async function columnList(table: string): Promise<string> {
-  const cols = await wh.all<{ name: string }>(`SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`, [table]);
+  const cols = await wh.all<{ name: string }>(
+    `SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+    [table],
+  );
   return cols.map((c) => `"${c.name}"`).join(', ');
 }
 
 function source(table: string, partitioned: boolean): string {
-  return partitioned ? `read_parquet('${pq(table, '*', '*.parquet')}', hive_partitioning = true)` : `read_parquet('${pq(table, 'data.parquet')}')`;
+  return partitioned
+    ? `read_parquet('${pq(table, '*', '*.parquet')}', hive_partitioning = true)`
+    : `read_parquet('${pq(table, 'data.parquet')}')`;
 }
 
 /** Rows of the table missing from the files, and rows of the files missing from the table. */
@@ -79,7 +97,11 @@ async function differences(table: string, partitioned: boolean): Promise<number>
   const cols = await columnList(table);
   const files = `SELECT ${cols} FROM ${source(table, partitioned)}`;
   const live = `SELECT ${cols} FROM ${table}`;
-  return count(wh, `SELECT (SELECT count(*) FROM (${live} EXCEPT ALL ${files})) + (SELECT count(*) FROM (${files} EXCEPT ALL ${live}))`);
+  return count(
+    wh,
+    `SELECT (SELECT count(*) FROM (${live} EXCEPT ALL ${files}))
+          + (SELECT count(*) FROM (${files} EXCEPT ALL ${live}))`,
+  );
 }
 
 async function readWithParquetjs(file: string): Promise<Record<string, unknown>[]> {
@@ -100,18 +122,23 @@ function plain(v: unknown, type: string): unknown {
 }
 
 describe('parquet export', () => {
-  it('writes every table in the contract layout, ZSTD, and the files hold exactly the table rows (read by DuckDB)', async () => {
+  it('writes every table in the contract layout, ZSTD; DuckDB reads back exactly the table rows', async () => {
     const r = await exportParquet(wh);
-    const dates = (await wh.all<{ d: string }>(`SELECT DISTINCT created_date::VARCHAR AS d FROM runs ORDER BY d`)).map((x) => x.d);
+    const dates = (await wh.all<{ d: string }>(`SELECT DISTINCT created_date::VARCHAR AS d FROM runs ORDER BY d`)).map(
+      (x) => x.d,
+    );
     expect(r.dates).toEqual(dates);
     for (const t of RUN_EXPORT_TABLES) {
-      expect(readdirSync(pq(t.name)).sort()).toEqual(dates.map((d) => `created_date=${d}`).filter((p) => existsSync(pq(t.name, p))));
+      expect(readdirSync(pq(t.name)).sort()).toEqual(
+        dates.map((d) => `created_date=${d}`).filter((p) => existsSync(pq(t.name, p))),
+      );
       for (const p of readdirSync(pq(t.name))) expect(readdirSync(pq(t.name, p))).toEqual(['data.parquet']);
     }
     expect(readdirSync(pq('runs')).length).toBe(dates.length);
     for (const t of ALL_EXPORT_TABLES) {
       expect(await differences(t.name, t.partitioned), t.name).toBe(0);
-      const codecs = await wh.all<{ c: string }>(`SELECT DISTINCT compression AS c FROM parquet_metadata('${t.partitioned ? pq(t.name, '*', '*.parquet') : pq(t.name, 'data.parquet')}')`);
+      const files = t.partitioned ? pq(t.name, '*', '*.parquet') : pq(t.name, 'data.parquet');
+      const codecs = await wh.all<{ c: string }>(`SELECT DISTINCT compression AS c FROM parquet_metadata('${files}')`);
       expect(codecs, t.name).toEqual([{ c: 'ZSTD' }]);
     }
     expect(await count(wh, `SELECT count(*) FROM ${source('runs', true)}`)).toBe(details.length);
@@ -119,7 +146,10 @@ describe('parquet export', () => {
     expect(readdirSync(pq()).filter((f) => f.startsWith('.'))).toEqual([]);
     // The leftovers of an export killed half way are cleared by the next.
     mkdirSync(pq('.staging-999999-deadbeef'));
-    copyFileSync(pq('runs', readdirSync(pq('runs'))[0] as string, 'data.parquet'), pq('.staging-999999-deadbeef', 'runs-x.parquet'));
+    copyFileSync(
+      pq('runs', readdirSync(pq('runs'))[0] as string, 'data.parquet'),
+      pq('.staging-999999-deadbeef', 'runs-x.parquet'),
+    );
     await exportParquet(wh);
     expect(readdirSync(pq()).filter((f) => f.startsWith('.'))).toEqual([]);
   });
@@ -129,32 +159,75 @@ describe('parquet export', () => {
     let deep: unknown = { leaf: '🙂' };
     for (let i = 0; i < 200; i++) deep = i % 2 ? [deep] : { next: deep };
     await loadRunDetails(wh, [
-      runDetail({ id: 'odd-nulls', agent: null, category: null, resolution: null, ticket: { id: '', title: '', url: null }, trigger: { ticket_tags: [] }, steps: [], conversation: [], evaluation_attributes: [] }),
       runDetail({
-        id: 'odd-値', trigger: { ticket_tags: ['vip', null, '', '返品 📦'], message_text: 'line\nbreak \u0000 nul' },
-        steps: [{ id: 's', order: 1, timestamp: '2026-02-11T00:00:00.000001Z', type: 'tool_call', title: 'Ünïcödé', content: 'x'.repeat(200_000), status: 'completed', duration_seconds: 0,
-          tool: { name: 'n', type: 't', input: { big: 12345678901234567891n, deep }, output: ['a', 1.5, null, false, {}], redacted: true, truncated: true, error: null } }],
+        id: 'odd-nulls',
+        agent: null,
+        category: null,
+        resolution: null,
+        ticket: { id: '', title: '', url: null },
+        trigger: { ticket_tags: [] },
+        steps: [],
+        conversation: [],
+        evaluation_attributes: [],
+      }),
+      runDetail({
+        id: 'odd-値',
+        trigger: { ticket_tags: ['vip', null, '', '返品 📦'], message_text: 'line\nbreak \u0000 nul' },
+        steps: [
+          {
+            id: 's',
+            order: 1,
+            timestamp: '2026-02-11T00:00:00.000001Z',
+            type: 'tool_call',
+            title: 'Ünïcödé',
+            content: 'x'.repeat(200_000),
+            status: 'completed',
+            duration_seconds: 0,
+            tool: {
+              name: 'n',
+              type: 't',
+              input: { big: 12345678901234567891n, deep },
+              output: ['a', 1.5, null, false, {}],
+              redacted: true,
+              truncated: true,
+              error: null,
+            },
+          },
+        ],
       }),
     ]);
     await exportParquet(wh);
     let files = 0;
     for (const t of ALL_EXPORT_TABLES) {
       const cols = await wh.all<{ name: string; type: string }>(
-        `SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = $1 AND column_name <> 'created_date' ORDER BY ordinal_position`,
+        `SELECT column_name AS name, data_type AS type FROM information_schema.columns
+         WHERE table_name = $1 AND column_name <> 'created_date' ORDER BY ordinal_position`,
         [t.name],
       );
-      const select = cols.map((c) => (c.type.startsWith('TIMESTAMP') ? `epoch_us("${c.name}") AS "${c.name}"` : `"${c.name}"`)).join(', ');
-      const parts = t.partitioned ? readdirSync(pq(t.name)).map((p) => [pq(t.name, p, 'data.parquet'), `created_date = '${p.slice('created_date='.length)}'::DATE`] as const) : [[pq(t.name, 'data.parquet'), 'true'] as const];
+      const select = cols
+        .map((c) => (c.type.startsWith('TIMESTAMP') ? `epoch_us("${c.name}") AS "${c.name}"` : `"${c.name}"`))
+        .join(', ');
+      const parts = t.partitioned
+        ? readdirSync(pq(t.name)).map(
+            (p) =>
+              [pq(t.name, p, 'data.parquet'), `created_date = '${p.slice('created_date='.length)}'::DATE`] as const,
+          )
+        : [[pq(t.name, 'data.parquet'), 'true'] as const];
       let rowsRead = 0;
       for (const [file, where] of parts) {
-        const expected = (await wh.connection.runAndReadAll(`SELECT ${select} FROM ${t.name} WHERE ${where} ORDER BY ${t.orderBy}`)).getRowObjectsJson();
+        const expected = (
+          await wh.connection.runAndReadAll(`SELECT ${select} FROM ${t.name} WHERE ${where} ORDER BY ${t.orderBy}`)
+        ).getRowObjectsJson();
         const got = await readWithParquetjs(file);
         expect(got.length, file).toBe(expected.length);
         for (let i = 0; i < got.length; i++) {
           for (const c of cols) {
             const want = expected[i]?.[c.name] ?? null;
             const have = plain(got[i]?.[c.name], c.type);
-            if (c.type === 'JSON') expect(have === null ? null : JSON.parse(have as string), `${file} ${c.name}`).toEqual(want === null ? null : JSON.parse(want as string));
+            if (c.type === 'JSON')
+              expect(have === null ? null : JSON.parse(have as string), `${file} ${c.name}`).toEqual(
+                want === null ? null : JSON.parse(want as string),
+              );
             else expect(have, `${file} ${c.name}`).toEqual(want);
           }
         }
@@ -166,7 +239,7 @@ describe('parquet export', () => {
     expect(files).toBeGreaterThan(ALL_EXPORT_TABLES.length);
   });
 
-  it('exports a warehouse whose memory limit is below what the export needs, and leaves the limit as it was', async () => {
+  it('exports under a memory limit below what the export needs, and leaves the limit as it was', async () => {
     const dir = join(tmp.dir, 'small');
     const small = await openWarehouse(dir, { memoryLimit: '16MB' });
     try {
@@ -175,7 +248,9 @@ describe('parquet export', () => {
       await exportParquet(small, { full: true });
       expect(await small.all(`SELECT current_setting('memory_limit') AS m`)).toEqual(before);
       const steps = `read_parquet('${join(dir, 'parquet', 'run_steps', '*', '*.parquet')}', hive_partitioning = true)`;
-      expect(await count(small, `SELECT count(*) FROM ${steps}`)).toBe(await count(small, `SELECT count(*) FROM run_steps`));
+      expect(await count(small, `SELECT count(*) FROM ${steps}`)).toBe(
+        await count(small, `SELECT count(*) FROM run_steps`),
+      );
     } finally {
       await small.close();
     }
@@ -198,10 +273,14 @@ describe('parquet export', () => {
     await loadCatalogListing(wh, 'guidelines', [guideline], { complete: false });
 
     const r = await exportParquet(wh);
-    const day = (await wh.all<{ d: string }>(`SELECT created_date::VARCHAR AS d FROM runs WHERE id = $1`, [target.id as string]))[0]?.d;
+    const day = (
+      await wh.all<{ d: string }>(`SELECT created_date::VARCHAR AS d FROM runs WHERE id = $1`, [target.id as string])
+    )[0]?.d;
     const part = `created_date=${day}`;
     const expected = [
-      ...RUN_EXPORT_TABLES.map((t) => join('parquet', t.name, part, 'data.parquet')).filter((f) => existsSync(join(wh.dir, f))),
+      ...RUN_EXPORT_TABLES.map((t) => join('parquet', t.name, part, 'data.parquet')).filter((f) =>
+        existsSync(join(wh.dir, f)),
+      ),
       'parquet/guidelines/data.parquet',
       'parquet/guidelines_history/data.parquet',
     ].sort();
@@ -247,19 +326,26 @@ describe('parquet export', () => {
     const conn = await reader.connect();
     const db = sqlRunner(conn);
     try {
-      const views = (await db.all<{ v: string }>(`SELECT view_name AS v FROM duckdb_views() WHERE NOT internal ORDER BY 1`)).map((x) => x.v);
+      const views = (
+        await db.all<{ v: string }>(`SELECT view_name AS v FROM duckdb_views() WHERE NOT internal ORDER BY 1`)
+      ).map((x) => x.v);
       // A view per exported table, under its name (ready-made v_* views may come beside them).
       expect(views.filter((v) => !v.startsWith('v_'))).toEqual(ALL_EXPORT_TABLES.map((t) => t.name).sort());
       expect(await db.all(`SELECT count(*) AS n FROM (SELECT table_name FROM duckdb_tables())`)).toEqual([{ n: 0n }]);
       for (const t of ALL_EXPORT_TABLES) {
-        expect(await count(db, `SELECT count(*) FROM ${t.name}`), t.name).toBe(await count(wh, `SELECT count(*) FROM ${t.name}`));
+        expect(await count(db, `SELECT count(*) FROM ${t.name}`), t.name).toBe(
+          await count(wh, `SELECT count(*) FROM ${t.name}`),
+        );
         const cols = (rows: { name: string }[]) => rows.map((c) => c.name);
-        const q = `SELECT column_name AS name FROM information_schema.columns WHERE table_name = '${t.name}' ORDER BY ordinal_position`;
+        const q = `SELECT column_name AS name FROM information_schema.columns
+                   WHERE table_name = '${t.name}' ORDER BY ordinal_position`;
         expect(cols(await db.all(q)), t.name).toEqual(cols(await wh.all(q)));
       }
-      expect(await db.all(`SELECT typeof(updated_at) AS t, typeof(ticket_tags) AS l, typeof(created_date) AS d FROM runs LIMIT 1`)).toEqual([
-        { t: 'TIMESTAMP WITH TIME ZONE', l: 'VARCHAR[]', d: 'DATE' },
-      ]);
+      expect(
+        await db.all(
+          `SELECT typeof(updated_at) AS t, typeof(ticket_tags) AS l, typeof(created_date) AS d FROM runs LIMIT 1`,
+        ),
+      ).toEqual([{ t: 'TIMESTAMP WITH TIME ZONE', l: 'VARCHAR[]', d: 'DATE' }]);
       // An export while a reader holds the old file replaces it without disturbing the reader.
       await loadRunDetails(wh, [runDetail({ id: 'late' })]);
       await exportParquet(wh);
@@ -277,7 +363,13 @@ describe('parquet export', () => {
     const reader = await DuckDBInstance.create(r.analyticsFile, { access_mode: 'READ_ONLY' });
     const db = sqlRunner(await reader.connect());
     expect(await db.all(`SELECT count(*) AS n FROM run_steps`)).toEqual([{ n: 0n }]);
-    expect(await db.all(`SELECT typeof(tool_input) AS t FROM (SELECT * FROM run_steps UNION ALL SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, '{}'::JSON, NULL, NULL, NULL, NULL, NULL)`)).toEqual([{ t: 'JSON' }]);
+    expect(
+      await db.all(
+        `SELECT typeof(tool_input) AS t FROM (SELECT * FROM run_steps UNION ALL
+           SELECT NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+             '{}'::JSON, NULL, NULL, NULL, NULL, NULL)`,
+      ),
+    ).toEqual([{ t: 'JSON' }]);
     db.connection.closeSync();
     reader.closeSync();
   });
@@ -301,7 +393,9 @@ describe('runsync export and rebuild', () => {
     const err: string[] = [];
     expect(await main(['export'], ctx({ RUNSYNC_WAREHOUSE_DIR: dir }, out, err))).toBe(0);
     expect(err).toEqual([]);
-    expect(out[0]).toMatch(/^exported \d+ created_date partition\(s\) and 13 table\(s\): \d+ file\(s\) written, 0 removed/);
+    expect(out[0]).toMatch(
+      /^exported \d+ created_date partition\(s\) and 13 table\(s\): \d+ file\(s\) written, 0 removed/,
+    );
     expect(existsSync(join(dir, 'parquet', 'runs'))).toBe(true);
 
     out.length = 0;
@@ -322,6 +416,9 @@ describe('runsync export and rebuild', () => {
     const out: string[] = [];
     const err: string[] = [];
     expect(await main(['rebuild'], ctx({ RUNSYNC_WAREHOUSE_DIR: dir }, out, err))).toBe(1);
-    expect(err).toEqual([`runsync: the raw archive ${join(dir, 'raw')} is empty; rebuilding would empty the warehouse, so nothing was done`]);
+    expect(err).toEqual([
+      `runsync: the raw archive ${join(dir, 'raw')} is empty;` +
+        ' rebuilding would empty the warehouse, so nothing was done',
+    ]);
   });
 });

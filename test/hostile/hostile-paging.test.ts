@@ -1,10 +1,10 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runMain as cli } from '../support/cli.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { formatTimestamp } from '../../src/util/timestamp.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
+import { runMain as cli } from '../support/cli.ts';
 import { spanStart, startSim, tempDir } from '../sync/sync-kit.ts';
-import { hostileProxy, type HostileProxy } from './hostile-proxy.ts';
+import { type HostileProxy, hostileProxy } from './hostile-proxy.ts';
 
 // Lists that would never end: a cursor that comes back, a page that claims more with no cursor.
 // The pass stops with a clear message and exit 1, keeping the pages it loaded before.
@@ -19,7 +19,12 @@ describe('hostile paging', () => {
     tmp?.cleanup();
   });
 
-  async function run(mangle: (page: { data: unknown[]; pagination: { next_cursor: string | null; has_more: boolean } }, n: number) => void) {
+  async function run(
+    mangle: (
+      page: { data: unknown[]; pagination: { next_cursor: string | null; has_more: boolean } },
+      n: number,
+    ) => void,
+  ) {
     sim = await startSim({ seed: 92, size: 400, days: 5 });
     let n = 0;
     proxy = await hostileProxy(sim.url, ({ path, body }) => {
@@ -29,7 +34,12 @@ describe('hostile paging', () => {
       return { body: page };
     });
     tmp = tempDir();
-    const env = { RUNSYNC_API_URL: proxy.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_WAREHOUSE_DIR: tmp.dir, RUNSYNC_START_DATE: formatTimestamp(spanStart(sim)) };
+    const env = {
+      RUNSYNC_API_URL: proxy.url,
+      RUNSYNC_API_KEY: sim.key,
+      RUNSYNC_WAREHOUSE_DIR: tmp.dir,
+      RUNSYNC_START_DATE: formatTimestamp(spanStart(sim)),
+    };
     const t0 = Date.now();
     const r = await cli(['sync', '--no-export'], env);
     const wh = await openWarehouse(tmp.dir, { readOnly: true });
@@ -64,7 +74,11 @@ describe('hostile paging', () => {
 
   it('a non-https API address is refused before anything is sent', async () => {
     tmp = tempDir();
-    const r = await cli(['sync'], { RUNSYNC_API_URL: 'http://api.example.com', RUNSYNC_API_KEY: 'svc_live_abcdefghijkl', RUNSYNC_WAREHOUSE_DIR: tmp.dir });
+    const r = await cli(['sync'], {
+      RUNSYNC_API_URL: 'http://api.example.com',
+      RUNSYNC_API_KEY: 'svc_live_abcdefghijkl',
+      RUNSYNC_WAREHOUSE_DIR: tmp.dir,
+    });
     expect(r.code).toBe(2);
     expect(r.err).toMatch(/RUNSYNC_API_URL: must use https/);
   });

@@ -15,7 +15,7 @@ export interface Exchange {
 }
 
 /** Returns what to send instead (status, body), or nothing to pass the response through. */
-export type Rewrite = (x: Exchange) => { status?: number; body: unknown } | void;
+export type Rewrite = (x: Exchange) => { status?: number; body: unknown } | undefined;
 
 export interface HostileProxy {
   url: string;
@@ -29,10 +29,14 @@ export interface ProxyOptions {
   /** Changes the request's path and query before it goes upstream. */
   request?: (path: string) => string;
   /** Answers a request itself, without asking upstream. */
-  answer?: (path: string) => { status: number; body: unknown } | void;
+  answer?: (path: string) => { status: number; body: unknown } | undefined;
 }
 
-export async function hostileProxy(target: string, rewrite: Rewrite, options: ProxyOptions = {}): Promise<HostileProxy> {
+export async function hostileProxy(
+  target: string,
+  rewrite: Rewrite,
+  options: ProxyOptions = {},
+): Promise<HostileProxy> {
   const paths: string[] = [];
   const server: Server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const path = req.url ?? '/';
@@ -45,7 +49,9 @@ export async function hostileProxy(target: string, rewrite: Rewrite, options: Pr
         res.end(t);
         return;
       }
-      const upstream = await fetch(`${target}${options.request ? options.request(path) : path}`, { headers: { authorization: req.headers.authorization ?? '' } });
+      const upstream = await fetch(`${target}${options.request ? options.request(path) : path}`, {
+        headers: { authorization: req.headers.authorization ?? '' },
+      });
       const text = await upstream.text();
       const headers: Record<string, string> = {};
       upstream.headers.forEach((v, k) => {

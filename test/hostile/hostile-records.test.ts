@@ -5,7 +5,7 @@ import type { Simulator } from '../../src/simulator/index.ts';
 import { runPass } from '../../src/sync/index.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { engineFor, SETTLE, startSim, tempDir, truth } from '../sync/sync-kit.ts';
-import { hostileProxy, type HostileProxy, type ProxyOptions, type Rewrite } from './hostile-proxy.ts';
+import { type HostileProxy, hostileProxy, type ProxyOptions, type Rewrite } from './hostile-proxy.ts';
 
 // Records a broken or hostile API could send, over otherwise real simulator data: each kept or
 // refused on its own, the rest of the pass unharmed.
@@ -71,10 +71,14 @@ describe('hostile records', () => {
     expect(r.status).toBe('ok');
     expect(r.runs.rejected).toBe(0);
     const want = truth(sim as Simulator, (sim as Simulator).clock.now() - SETTLE);
-    const [n] = await rows<{ n: bigint }>(`SELECT count(*) AS n FROM runs WHERE ticket_tags IS NULL AND trigger_customer_name IS NULL`);
+    const [n] = await rows<{ n: bigint }>(
+      `SELECT count(*) AS n FROM runs WHERE ticket_tags IS NULL AND trigger_customer_name IS NULL`,
+    );
     expect(Number(n?.n)).toBe(want.size);
     const raw = join((tmp as { dir: string }).dir, 'raw');
-    const [kept] = await rows<{ n: bigint }>(`SELECT count(*) AS n FROM read_parquet('${raw}/runs/*/*.parquet') WHERE payload LIKE '%x_new_field%'`);
+    const [kept] = await rows<{ n: bigint }>(
+      `SELECT count(*) AS n FROM read_parquet('${raw}/runs/*/*.parquet') WHERE payload LIKE '%x_new_field%'`,
+    );
     expect(Number(kept?.n)).toBe(want.size);
   });
 
@@ -91,7 +95,9 @@ describe('hostile records', () => {
     victims = victims.slice(0, 2);
     expect(r.status).toBe('ok');
     expect(r.runs.rejected).toBeGreaterThanOrEqual(2);
-    const rejected = await rows<{ id: string; reason: string }>(`SELECT record_id AS id, reason FROM _sync_rejected WHERE endpoint = 'runs.get' ORDER BY id`);
+    const rejected = await rows<{ id: string; reason: string }>(
+      `SELECT record_id AS id, reason FROM _sync_rejected WHERE endpoint = 'runs.get' ORDER BY id`,
+    );
     expect(rejected.map((x) => x.id).sort()).toEqual([...victims].sort());
     for (const x of rejected) expect(x.reason).toMatch(/updated_at|steps/);
     const want = truth(sim as Simulator, (sim as Simulator).clock.now() - SETTLE);
@@ -121,14 +127,25 @@ describe('hostile records', () => {
     });
     expect(r.status).toBe('ok');
     expect(r.runs.rejected).toBe(0);
-    const [b] = await rows<{ n: bigint }>(`SELECT max(strlen(tool_output::VARCHAR)) AS n FROM run_steps WHERE run_id = '${big}'`);
+    const [b] = await rows<{ n: bigint }>(
+      `SELECT max(strlen(tool_output::VARCHAR)) AS n FROM run_steps WHERE run_id = '${big}'`,
+    );
     expect(Number(b?.n)).toBeGreaterThan(10_000_000);
-    const [d] = await rows<{ j: string }>(`SELECT tool_input::VARCHAR AS j FROM run_steps WHERE run_id = '${deep}' AND tool_input IS NOT NULL AND tool_input::VARCHAR LIKE '%"level":499%'`);
+    const [d] = await rows<{ j: string }>(
+      `SELECT tool_input::VARCHAR AS j FROM run_steps WHERE run_id = '${deep}' AND tool_input IS NOT NULL AND tool_input::VARCHAR LIKE '%"level":499%'`,
+    );
     expect(d?.j).toMatch(/"leaf":true/);
   });
 
   it('ids with slashes, dots, percent signs, quotes and unicode: stored as sent, no path escapes, no broken SQL', async () => {
-    const hostile = ['../../etc/passwd', 'a/b/c', '%2e%2e%2fx', `it's "quoted"; DROP TABLE runs; --`, 'ユニコード-✨', '..'];
+    const hostile = [
+      '../../etc/passwd',
+      'a/b/c',
+      '%2e%2e%2fx',
+      `it's "quoted"; DROP TABLE runs; --`,
+      'ユニコード-✨',
+      '..',
+    ];
     const toHostile = new Map<string, string>();
     const toReal = new Map<string, string>();
     const rename = (id: string) => {
@@ -157,14 +174,21 @@ describe('hostile records', () => {
       },
     );
     expect(r.status).toBe('ok');
-    const stored = await rows<{ id: string }>(`SELECT id FROM runs WHERE id IN (${hostile.map((h) => `'${h.replace(/'/g, "''")}'`).join(', ')}) ORDER BY id`);
+    const stored = await rows<{ id: string }>(
+      `SELECT id FROM runs WHERE id IN (${hostile.map((h) => `'${h.replace(/'/g, "''")}'`).join(', ')}) ORDER BY id`,
+    );
     expect(stored.map((x) => x.id).sort()).toEqual([...hostile].sort());
     // Every detail was asked for by its encoded id, and every file stayed inside the warehouse.
-    for (const h of hostile) expect((proxy as HostileProxy).paths).toContain(`/api/v1/runs/${encodeURIComponent(h).replace(/^\.\.?$/, (d) => d.replace(/\./g, '%2E'))}`);
+    for (const h of hostile)
+      expect((proxy as HostileProxy).paths).toContain(
+        `/api/v1/runs/${encodeURIComponent(h).replace(/^\.\.?$/, (d) => d.replace(/\./g, '%2E'))}`,
+      );
     const dir = (tmp as { dir: string }).dir;
     for (const f of files(dir)) expect(relative(dir, f).startsWith('..')).toBe(false);
     expect(existsSync(join(dir, 'etc'))).toBe(false);
-    const [children] = await rows<{ n: bigint }>(`SELECT count(*) AS n FROM run_steps WHERE run_id = '../../etc/passwd'`);
+    const [children] = await rows<{ n: bigint }>(
+      `SELECT count(*) AS n FROM run_steps WHERE run_id = '../../etc/passwd'`,
+    );
     expect(Number(children?.n)).toBeGreaterThan(0);
   });
 });

@@ -1,10 +1,19 @@
-import { chromium, type Browser, type Page } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 
 // Debian's Chromium, driven by playwright-core, for the report's rendering tests. Everything that
 // would reach the network on its own (updates, sync, QUIC probes) is switched off.
 
 export const CHROMIUM = '/usr/bin/chromium';
-const ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
+const ARGS = [
+  '--headless',
+  '--no-sandbox',
+  '--disable-gpu',
+  '--disable-quic',
+  '--no-first-run',
+  '--disable-background-networking',
+  '--disable-component-update',
+  '--disable-sync',
+];
 
 export function launchChromium(): Promise<Browser> {
   return chromium.launch({ executablePath: CHROMIUM, args: ARGS });
@@ -33,7 +42,7 @@ const COUNT_PIXELS = `async ({ b64, want }) => {
   g.drawImage(img, 0, 0);
   const data = g.getImageData(0, 0, img.width, img.height).data;
   const counts = new Map();
-  const targets = want.map((hex) => [parseInt(hex.slice(1, 3), 16), parseInt(hex.slice(3, 5), 16), parseInt(hex.slice(5, 7), 16)]);
+  const targets = want.map((hex) => [1, 3, 5].map((at) => parseInt(hex.slice(at, at + 2), 16)));
   const matches = want.map(() => 0);
   for (let i = 0; i < data.length; i += 4) {
     const r = data[i], gr = data[i + 1], b = data[i + 2];

@@ -8,7 +8,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
 import { RESOLUTION_SERIES, renderReport } from '../../src/report/report-html.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
-import { viewsFixture, type ViewsFixture } from '../views/views-fixture.ts';
+import { type ViewsFixture, viewsFixture } from '../views/views-fixture.ts';
 import { holdInAnotherProcess, releaseHolder } from '../warehouse/wh-kit.ts';
 import { launchChromium, pixelStats } from './report-browser.ts';
 
@@ -27,7 +27,13 @@ interface Ran {
 async function report(dir: string, ...args: string[]): Promise<Ran> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(['report', ...args], { out: (l) => out.push(l), err: (l) => err.push(l), env: { RUNSYNC_WAREHOUSE_DIR: dir }, signal: new AbortController().signal, isTty: false });
+  const code = await main(['report', ...args], {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    env: { RUNSYNC_WAREHOUSE_DIR: dir },
+    signal: new AbortController().signal,
+    isTty: false,
+  });
   return { code, out, err };
 }
 
@@ -80,13 +86,19 @@ describe('runsync report', () => {
     }
   });
 
-  it('shows the views\' figures: runs per day by resolution and tool error rates', async () => {
+  it("shows the views' figures: runs per day by resolution and tool error rates", async () => {
     const wh = await openWarehouse(fixture.dir, { readOnly: true });
     let days: { day: string; deflected: bigint; escalated: bigint; runs: bigint }[];
     let tools: { label: string; calls: bigint; error_rate: number }[];
     try {
-      days = await wh.all(`SELECT CAST(day AS VARCHAR) AS day, deflected, escalated, runs FROM v_runs_daily_resolution ORDER BY day DESC LIMIT 60`);
-      tools = await wh.all(`SELECT coalesce(display_name, tool_name) AS label, calls, error_rate FROM v_tool_stats WHERE calls > 0 ORDER BY calls DESC, tool_name LIMIT 15`);
+      days = await wh.all(
+        `SELECT CAST(day AS VARCHAR) AS day, deflected, escalated, runs
+           FROM v_runs_daily_resolution ORDER BY day DESC LIMIT 60`,
+      );
+      tools = await wh.all(
+        `SELECT coalesce(display_name, tool_name) AS label, calls, error_rate
+           FROM v_tool_stats WHERE calls > 0 ORDER BY calls DESC, tool_name LIMIT 15`,
+      );
     } finally {
       await wh.close();
     }
@@ -101,7 +113,10 @@ describe('runsync report', () => {
     }
     for (const d of days) {
       const parts = perDay.get(d.day) ?? new Map<string, number>();
-      expect([...parts.values()].reduce((a, b) => a + b, 0), d.day).toBe(Number(d.runs));
+      expect(
+        [...parts.values()].reduce((a, b) => a + b, 0),
+        d.day,
+      ).toBe(Number(d.runs));
       expect(parts.get('deflected') ?? 0, d.day).toBe(Number(d.deflected));
       expect(parts.get('escalated') ?? 0, d.day).toBe(Number(d.escalated));
     }
@@ -127,9 +142,15 @@ describe('runsync report', () => {
       expect(whole.colours).toBeGreaterThan(20);
       expect(whole.inked).toBeGreaterThan(0.05);
       const colours = RESOLUTION_SERIES.slice(0, 3).map((s) => s.color);
-      const chart = await pixelStats(decoder, await page.locator('svg[data-chart="runs-per-day"]').screenshot(), colours);
+      const chart = await pixelStats(
+        decoder,
+        await page.locator('svg[data-chart="runs-per-day"]').screenshot(),
+        colours,
+      );
       for (const c of colours) expect(chart.matches[c], c).toBeGreaterThan(500);
-      const errors = await pixelStats(decoder, await page.locator('svg[data-chart="tool-error-rates"]').screenshot(), ['#c62828']);
+      const errors = await pixelStats(decoder, await page.locator('svg[data-chart="tool-error-rates"]').screenshot(), [
+        '#c62828',
+      ]);
       expect(errors.matches['#c62828']).toBeGreaterThan(500);
     } finally {
       await decoder.close();
@@ -170,12 +191,15 @@ describe('runsync report', () => {
     it('reports from analytics.duckdb and says so', async () => {
       const r = await report(dir, '--wait', '0');
       expect(r.code, r.err.join('\n')).toBe(0);
-      expect(r.err).toEqual([expect.stringMatching(new RegExp(`in use by process ${holder.pid}.*reporting from analytics\\.duckdb`))]);
+      expect(r.err).toEqual([
+        expect.stringMatching(new RegExp(`in use by process ${holder.pid}.*reporting from analytics\\.duckdb`)),
+      ]);
       expect(r.out[0]).toMatch(/from .*analytics\.duckdb$/);
       const html = readFileSync(join(dir, 'report.html'), 'utf8');
       expect(html).toContain('views over the Parquet tree');
       // Same figures as from the warehouse: the charts' marks are the same.
-      const marks = (h: string) => (h.match(/<rect class="mark"[^>]*><title>[^<]*<\/title>/g) ?? []).filter((m) => !m.includes('ago')).length;
+      const marks = (h: string) =>
+        (h.match(/<rect class="mark"[^>]*><title>[^<]*<\/title>/g) ?? []).filter((m) => !m.includes('ago')).length;
       expect(marks(html)).toBe(marks(readFileSync(file, 'utf8')));
       expect(existsSync(join(dir, 'report.html'))).toBe(true);
     });

@@ -9,7 +9,15 @@ import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 import { startSim, tempDir } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, REDIS_URL, spawnWorker, stopWorker, uniquePrefix, workerEnv } from '../worker/worker-kit.ts';
+import {
+  cleanRedis,
+  eventually,
+  REDIS_URL,
+  spawnWorker,
+  stopWorker,
+  uniquePrefix,
+  workerEnv,
+} from '../worker/worker-kit.ts';
 
 // The API key and the custom tools' secrets, looked for everywhere runsync writes: its logs (at
 // the most talkative level), Redis, the staged files, the raw archive, the warehouse, the Parquet
@@ -32,14 +40,18 @@ async function duckText(dbFile: string | null, parquet: string[]): Promise<strin
   const parts: string[] = [];
   try {
     if (dbFile) {
-      const tables = (await c.runAndReadAll(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'`)).getRowObjectsJS() as { table_name: string }[];
+      const tables = (
+        await c.runAndReadAll(`SELECT table_name FROM information_schema.tables WHERE table_schema = 'main'`)
+      ).getRowObjectsJS() as { table_name: string }[];
       for (const { table_name } of tables) {
         const r = await c.runAndReadAll(`SELECT to_json(t)::VARCHAR AS j FROM "${table_name}" t`);
         parts.push(...(r.getRowObjectsJS() as { j: string }[]).map((x) => x.j));
       }
     }
     for (const f of parquet) {
-      const r = await c.runAndReadAll(`SELECT to_json(t)::VARCHAR AS j FROM read_parquet('${f.replace(/'/g, "''")}') t`);
+      const r = await c.runAndReadAll(
+        `SELECT to_json(t)::VARCHAR AS j FROM read_parquet('${f.replace(/'/g, "''")}') t`,
+      );
       parts.push(...(r.getRowObjectsJS() as { j: string }[]).map((x) => x.j));
     }
   } finally {
@@ -91,7 +103,11 @@ describe('secrets and permissions', () => {
     const env = workerEnv(s, tmp.dir, prefix, { LOG_LEVEL: 'trace', RUNSYNC_SCHEDULE_CATALOG: '*/3 * * * * *' });
     // A worker, a pass from the CLI, a report: everything that writes.
     const worker = spawnWorker(env);
-    await eventually(async () => (await redisText(prefix)).includes('"status":"ok"') && s.counters.count('tools.list') > 0, 120_000, () => worker.output().slice(-2000));
+    await eventually(
+      async () => (await redisText(prefix)).includes('"status":"ok"') && s.counters.count('tools.list') > 0,
+      120_000,
+      () => worker.output().slice(-2000),
+    );
     await stopWorker(worker);
     const sync = await runCli(['sync'], { ...env, REDIS_URL: '' });
     expect(sync.code, sync.stderr).toBe(0);
@@ -103,7 +119,9 @@ describe('secrets and permissions', () => {
     expect(parquet.some((f) => f.includes('/raw/'))).toBe(true);
     expect(parquet.some((f) => f.includes('/parquet/tools/'))).toBe(true);
     const staged = files.filter((f) => f.endsWith('.json.gz')).map((f) => gunzipSync(readFileSync(f)).toString('utf8'));
-    const plain = files.filter((f) => statSync(f).isFile() && !f.endsWith('.parquet') && !f.endsWith('.duckdb') && !f.endsWith('.gz')).map((f) => readFileSync(f, 'latin1'));
+    const plain = files
+      .filter((f) => statSync(f).isFile() && !f.endsWith('.parquet') && !f.endsWith('.duckdb') && !f.endsWith('.gz'))
+      .map((f) => readFileSync(f, 'latin1'));
     const everywhere = {
       logs: worker.output() + sync.stdout + sync.stderr + report.stdout + report.stderr,
       redis: await redisText(prefix),
@@ -112,20 +130,25 @@ describe('secrets and permissions', () => {
       parquet: await duckText(null, parquet),
       otherFiles: plain.join('\n'),
     };
-    expect(everywhere.logs).toContain("pass finished");
+    expect(everywhere.logs).toContain('pass finished');
     expect(everywhere.warehouse).toContain('custom_tool');
 
     const secrets = [s.key];
     for (const t of s.world.catalogObjects('tool')) {
-      const custom = t.custom as { headers?: { name: string; value: string }[]; auth?: Record<string, unknown> } | undefined;
-      for (const h of custom?.headers ?? []) if (/authorization|cookie|token|key|secret/i.test(h.name)) secrets.push(h.value);
+      const custom = t.custom as
+        | { headers?: { name: string; value: string }[]; auth?: Record<string, unknown> }
+        | undefined;
+      for (const h of custom?.headers ?? [])
+        if (/authorization|cookie|token|key|secret/i.test(h.name)) secrets.push(h.value);
       for (const [k, v] of Object.entries(custom?.auth ?? {})) {
-        if (typeof v === 'string' && /secret|token|password|^value$|^key$|api_key/i.test(k) && !/name|url|uri/i.test(k)) secrets.push(v);
+        if (typeof v === 'string' && /secret|token|password|^value$|^key$|api_key/i.test(k) && !/name|url|uri/i.test(k))
+          secrets.push(v);
       }
     }
     expect(secrets.length).toBeGreaterThan(3);
     for (const [where, text] of Object.entries(everywhere)) {
-      for (const secret of secrets) expect(text.includes(secret), `${secret.slice(0, 12)}… found in ${where}`).toBe(false);
+      for (const secret of secrets)
+        expect(text.includes(secret), `${secret.slice(0, 12)}… found in ${where}`).toBe(false);
     }
     // Masked, not dropped: a fingerprint stands where a secret was.
     expect(everywhere.warehouse).toMatch(/\*\*\*masked:[0-9a-f]{8}/);

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ALL_SCOPES, startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { ALL_SCOPES, type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { parseTimestamp } from '../../src/util/timestamp.ts';
 import { get } from '../support/sim-http.ts';
 

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { isOpenSummary, startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { isOpenSummary, type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { MICROS_PER_DAY, parseTimestamp } from '../../src/util/timestamp.ts';
 import { get, pageAll } from '../support/sim-http.ts';
 
@@ -20,7 +20,13 @@ describe('determinism', () => {
     const b = await startSimulator({ seed: 8, size: 300, now: NOW });
     const c = await startSimulator({ seed: 9, size: 300, now: NOW });
     try {
-      for (const path of ['/api/v1/runs', '/api/v1/tools', '/api/v1/agents', '/api/v1/runbooks', '/api/v1/runs/tool-options']) {
+      for (const path of [
+        '/api/v1/runs',
+        '/api/v1/tools',
+        '/api/v1/agents',
+        '/api/v1/runbooks',
+        '/api/v1/runs/tool-options',
+      ]) {
         expect(asText((await get(a, path)).body.data)).toBe(asText((await get(b, path)).body.data));
       }
       const id = (await get(a, '/api/v1/runs', { limit: 1 })).body.data[0].id;
@@ -28,7 +34,9 @@ describe('determinism', () => {
       expect((await get(c, `/api/v1/runs/${id}`)).status).toBe(404);
       a.advance('3d');
       b.advance('3d');
-      expect(asText(await pageAll(a, '/api/v1/runs', { limit: 100 }))).toBe(asText(await pageAll(b, '/api/v1/runs', { limit: 100 })));
+      expect(asText(await pageAll(a, '/api/v1/runs', { limit: 100 }))).toBe(
+        asText(await pageAll(b, '/api/v1/runs', { limit: 100 })),
+      );
     } finally {
       await Promise.all([a.close(), b.close(), c.close()]);
     }
@@ -85,7 +93,9 @@ describe('a moving clock', () => {
 
   it('some settled runs change again later, and the list shows the new updated_at', async () => {
     const after = new Map((await pageAll(sim, '/api/v1/runs', { limit: 100 })).map((r) => [r.id, r]));
-    const changed = [...before.values()].filter((r) => !isOpenSummary(r) && after.get(r.id).updated_at !== r.updated_at);
+    const changed = [...before.values()].filter(
+      (r) => !isOpenSummary(r) && after.get(r.id).updated_at !== r.updated_at,
+    );
     expect(changed.length).toBeGreaterThan(10);
     for (const r of changed) expect(micros(after.get(r.id).updated_at)).toBeGreaterThan(micros(r.updated_at));
   });
@@ -123,7 +133,9 @@ describe('a moving clock', () => {
         } else if (cur.updated_at !== o.updated_at) {
           edited++;
           expect(micros(cur.updated_at)).toBeGreaterThan(micros(o.updated_at));
-          expect(JSON.stringify({ ...cur, updated_at: 0, last_run_at: 0 })).not.toBe(JSON.stringify({ ...o, updated_at: 0, last_run_at: 0 }));
+          expect(JSON.stringify({ ...cur, updated_at: 0, last_run_at: 0 })).not.toBe(
+            JSON.stringify({ ...o, updated_at: 0, last_run_at: 0 }),
+          );
         }
       }
       added += now.filter((o) => !catalogBefore[p]!.some((b) => b.id === o.id)).length;
@@ -146,7 +158,10 @@ describe('a moving clock', () => {
     const agents = await pageAll(sim, '/api/v1/agents');
     const runs = await pageAll(sim, '/api/v1/runs', { limit: 100 });
     for (const a of agents.slice(0, 5)) {
-      const latest = runs.filter((r) => r.agent?.id === a.id).map((r) => micros(r.created_at)).sort((x, y) => y - x)[0];
+      const latest = runs
+        .filter((r) => r.agent?.id === a.id)
+        .map((r) => micros(r.created_at))
+        .sort((x, y) => y - x)[0];
       if (latest !== undefined) expect(micros(a.last_run_at)).toBe(latest);
     }
   });
@@ -164,10 +179,15 @@ describe('tool options on a moving clock', () => {
     try {
       for (const step of [0, '7h', '45m', '2d', '9d', '3d'] as const) {
         sim.advance(step);
-        const options = (await get(sim, '/api/v1/runs/tool-options')).body.data as { tool_name: string; run_count: number }[];
+        const options = (await get(sim, '/api/v1/runs/tool-options')).body.data as {
+          tool_name: string;
+          run_count: number;
+        }[];
         const want = new Map<string, number>();
         for (const run of sim.world.truthRunDetails()) {
-          for (const n of new Set((run.steps as any[]).filter((s) => s.type === 'tool_call').map((s) => s.tool.name as string))) {
+          for (const n of new Set(
+            (run.steps as any[]).filter((s) => s.type === 'tool_call').map((s) => s.tool.name as string),
+          )) {
             want.set(n, (want.get(n) ?? 0) + 1);
           }
         }
@@ -181,7 +201,13 @@ describe('tool options on a moving clock', () => {
 
 describe('late arrivals', () => {
   it('some runs appear only after the clock has passed their created_at', async () => {
-    const sim = await startSimulator({ seed: 32, size: 3000, now: NOW, rateLimit: { perKey: null }, runs: { lateFraction: 0.2 } });
+    const sim = await startSimulator({
+      seed: 32,
+      size: 3000,
+      now: NOW,
+      rateLimit: { perKey: null },
+      runs: { lateFraction: 0.2 },
+    });
     try {
       const seen = new Set<string>();
       const window = { created_after: '2026-02-28T00:00:00Z' };

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
-import { get, pageAll } from '../support/sim-http.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { schemaValidator } from '../support/schema-check.ts';
+import { get, pageAll } from '../support/sim-http.ts';
 
 // Every endpoint answers with the spec's envelopes and resource shapes, checked against the JSON
 // Schemas with unknown members refused, over enough data to meet every variant the generator makes.
@@ -26,7 +26,13 @@ const STEP_TOOL_KEYS = ['error', 'input', 'name', 'output', 'redacted', 'truncat
 function strictRunDetail(run: any): string[] {
   const out: string[] = [];
   const a = run.agent;
-  if (a === null || typeof a !== 'object' || typeof a.id !== 'string' || typeof a.name !== 'string' || typeof a.description !== 'string') {
+  if (
+    a === null ||
+    typeof a !== 'object' ||
+    typeof a.id !== 'string' ||
+    typeof a.name !== 'string' ||
+    typeof a.description !== 'string'
+  ) {
     out.push(`${run.id}: detail agent must be an object of strings, got ${JSON.stringify(a)}`);
   }
   for (const s of run.steps) {
@@ -35,8 +41,10 @@ function strictRunDetail(run: any): string[] {
       out.push(`${run.id} step ${s.order}: tool must be an object, got ${JSON.stringify(t)}`);
       continue;
     }
-    if (Object.keys(t).sort().join() !== STEP_TOOL_KEYS.join()) out.push(`${run.id} step ${s.order}: tool members ${Object.keys(t)}`);
-    for (const k of ['name', 'type', 'error']) if (typeof t[k] !== 'string') out.push(`${run.id} step ${s.order}: tool.${k} must be a string`);
+    if (Object.keys(t).sort().join() !== STEP_TOOL_KEYS.join())
+      out.push(`${run.id} step ${s.order}: tool members ${Object.keys(t)}`);
+    for (const k of ['name', 'type', 'error'])
+      if (typeof t[k] !== 'string') out.push(`${run.id} step ${s.order}: tool.${k} must be a string`);
   }
   return out;
 }
@@ -46,7 +54,8 @@ function strictTool(tool: any): string[] {
   const own = TOOL_SUB[tool.type as keyof typeof TOOL_SUB];
   for (const sub of Object.values(TOOL_SUB)) {
     if (!(sub in tool)) continue;
-    if (tool[sub] === null || typeof tool[sub] !== 'object') out.push(`${tool.id}: ${sub} must be an object when present`);
+    if (tool[sub] === null || typeof tool[sub] !== 'object')
+      out.push(`${tool.id}: ${sub} must be an object when present`);
     if (sub !== own) out.push(`${tool.id}: a ${tool.type} carries ${sub}`);
   }
   if (!tool[own]) out.push(`${tool.id}: ${own} is missing`);
@@ -83,7 +92,19 @@ describe('runs', () => {
       expectValid('detail-envelope.json', d.body);
       expectValid('run-detail.json', d.body.data);
       violations.push(...strictRunDetail(d.body.data));
-      for (const k of ['id', 'created_at', 'updated_at', 'status', 'source', 'duration_seconds', 'ticket', 'category', 'resolution', 'approval', 'scheduled_resume_at']) {
+      for (const k of [
+        'id',
+        'created_at',
+        'updated_at',
+        'status',
+        'source',
+        'duration_seconds',
+        'ticket',
+        'category',
+        'resolution',
+        'approval',
+        'scheduled_resume_at',
+      ]) {
         expect(d.body.data[k]).toEqual(s[k]);
       }
     }
@@ -111,7 +132,10 @@ describe('runs', () => {
   });
 
   it('tool options count the runs whose tool-call steps used each recorded name', async () => {
-    const options = (await get(sim, '/api/v1/runs/tool-options')).body.data as { tool_name: string; run_count: number }[];
+    const options = (await get(sim, '/api/v1/runs/tool-options')).body.data as {
+      tool_name: string;
+      run_count: number;
+    }[];
     const counts = new Map<string, number>();
     for (const run of sim.world.truthRunDetails()) {
       const names = new Set((run.steps as any[]).filter((s) => s.type === 'tool_call').map((s) => s.tool.name));
@@ -146,7 +170,10 @@ describe('catalog', () => {
         expect(d.status, item.id).toBe(200);
         expect(d.body.data).toEqual(item);
       }
-      const missing = await get(sim, `/api/v1/${path}/${path === 'tools' ? 'service%3Anope' : '00000000-0000-4000-8000-000000000000'}`);
+      const missing = await get(
+        sim,
+        `/api/v1/${path}/${path === 'tools' ? 'service%3Anope' : '00000000-0000-4000-8000-000000000000'}`,
+      );
       expect(missing.status).toBe(404);
       expect(missing.body.error.code).toBe('not_found');
     });
@@ -156,7 +183,9 @@ describe('catalog', () => {
     const tools = await pageAll(sim, '/api/v1/tools', { limit: 200 });
     for (const t of tools) {
       const [prefix, rest] = [t.id.slice(0, t.id.indexOf(':')), t.id.slice(t.id.indexOf(':') + 1)];
-      expect({ service_tool: 'service', app_tool: 'app', custom_tool: 'custom', mcp_tool: 'mcp' }[t.type as string]).toBe(prefix);
+      expect(
+        { service_tool: 'service', app_tool: 'app', custom_tool: 'custom', mcp_tool: 'mcp' }[t.type as string],
+      ).toBe(prefix);
       if (prefix === 'custom' || prefix === 'mcp') expect(rest).toMatch(/^[0-9a-f-]{36}$/);
     }
     const awkward = tools.map((t) => t.id as string).filter((id) => /[/% \u0080-\uffff]/.test(id));
@@ -180,7 +209,9 @@ describe('data realism', () => {
       for (const t of ofType) expect(t[key], `${t.id}.${key}`).not.toBeNull();
     }
     const custom = tools.filter((t) => t.type === 'custom_tool');
-    const secretHeaders = custom.flatMap((t) => t.custom.headers).filter((h: any) => /authorization|key|cookie/i.test(h.name));
+    const secretHeaders = custom
+      .flatMap((t) => t.custom.headers)
+      .filter((h: any) => /authorization|key|cookie/i.test(h.name));
     expect(secretHeaders.length).toBeGreaterThan(0);
     const auths = custom.map((t) => t.custom.auth).filter(Boolean);
     expect(auths.some((a: any) => a.token || a.password || a.client_secret || a.value)).toBe(true);
@@ -244,8 +275,14 @@ describe('data realism', () => {
     expect(seen((r) => r.scheduled_resume_at !== null)).toBe(true);
     expect(seen((r) => r.approval.pending !== null)).toBe(true);
     for (const m of ['event_type', 'ticket_tags', 'customer_name']) {
-      expect(seen((r) => r.trigger[m] === null), `${m} null`).toBe(true);
-      expect(seen((r) => !(m in r.trigger)), `${m} absent`).toBe(true);
+      expect(
+        seen((r) => r.trigger[m] === null),
+        `${m} null`,
+      ).toBe(true);
+      expect(
+        seen((r) => !(m in r.trigger)),
+        `${m} absent`,
+      ).toBe(true);
     }
     const text = JSON.stringify(runs);
     expect(text).toMatch(/[\u3040-\u30ff]/); // Japanese
@@ -255,14 +292,29 @@ describe('data realism', () => {
   });
 
   it('pending approvals: every nullable member null now and then, params redacted or cut short', async () => {
-    const big = await startSimulator({ seed: 11, size: 40_000, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: null } });
+    const big = await startSimulator({
+      seed: 11,
+      size: 40_000,
+      now: '2026-03-01T00:00:00Z',
+      rateLimit: { perKey: null },
+    });
     try {
-      const paused = await pageAll(big, '/api/v1/runs', { status: 'paused', created_after: '2026-02-22T00:00:00Z', limit: 100 });
+      const paused = await pageAll(big, '/api/v1/runs', {
+        status: 'paused',
+        created_after: '2026-02-22T00:00:00Z',
+        limit: 100,
+      });
       const pending = paused.map((r) => r.approval.pending).filter(Boolean);
       expect(pending.length).toBeGreaterThan(50);
       for (const m of ['step_id', 'tool_id', 'tool_name', 'tool_type', 'params']) {
-        expect(pending.some((p) => p[m] === null), `${m} null`).toBe(true);
-        expect(pending.some((p) => p[m] !== null), `${m} set`).toBe(true);
+        expect(
+          pending.some((p) => p[m] === null),
+          `${m} null`,
+        ).toBe(true);
+        expect(
+          pending.some((p) => p[m] !== null),
+          `${m} set`,
+        ).toBe(true);
       }
       expect(pending.some((p) => p.redacted)).toBe(true);
       expect(pending.some((p) => p.truncated)).toBe(true);
@@ -296,7 +348,10 @@ describe('errors', () => {
   });
 
   it('refuses other methods on REST endpoints', async () => {
-    const res = await fetch(`${sim.url}/api/v1/runs`, { method: 'POST', headers: { authorization: `Bearer ${sim.key}` } });
+    const res = await fetch(`${sim.url}/api/v1/runs`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${sim.key}` },
+    });
     expect(res.status).toBe(405);
     expect(((await res.json()) as any).error.code).toBe('invalid_request');
   });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { buildUrl } from '../support/sim-http.ts';
 
 // Faults are off by default and each can be switched on at a rate: 5xx (500 with the error

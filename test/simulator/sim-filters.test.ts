@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { parseTimestamp } from '../../src/util/timestamp.ts';
 import { get, pageAll, type Query } from '../support/sim-http.ts';
 
@@ -22,7 +22,10 @@ afterAll(() => sim.close());
 
 async function expectFilter(query: Query, keep: (t: (typeof truth)[number]) => boolean, atLeast = 1): Promise<void> {
   const got = (await pageAll(sim, '/api/v1/runs', { limit: 100, ...query })).map((r) => r.id).sort();
-  const expected = truth.filter(keep).map((t) => t.summary.id).sort();
+  const expected = truth
+    .filter(keep)
+    .map((t) => t.summary.id)
+    .sort();
   expect(got).toEqual(expected);
   expect(got.length).toBeGreaterThanOrEqual(atLeast);
 }
@@ -44,30 +47,37 @@ describe('runs filters', () => {
   it('status and resolution_type take repeated values with OR; a null status matches none', async () => {
     await expectFilter({ status: ['running', 'paused'] }, (t) => ['running', 'paused'].includes(t.summary.status));
     await expectFilter({ status: 'completed' }, (t) => t.summary.status === 'completed', 500);
-    await expectFilter({ resolution_type: ['pending', 'escalated'] }, (t) => ['pending', 'escalated'].includes(t.summary.resolution?.type));
+    await expectFilter({ resolution_type: ['pending', 'escalated'] }, (t) =>
+      ['pending', 'escalated'].includes(t.summary.resolution?.type),
+    );
   });
 
   it('ticket_id matches exactly, all runs of a ticket, awkward ids included', async () => {
     const byTicket = new Map<string, string[]>();
-    for (const t of truth) byTicket.set(t.summary.ticket.id, [...(byTicket.get(t.summary.ticket.id) ?? []), t.summary.id]);
+    for (const t of truth)
+      byTicket.set(t.summary.ticket.id, [...(byTicket.get(t.summary.ticket.id) ?? []), t.summary.id]);
     const multi = [...byTicket.keys()].find((k) => (byTicket.get(k) as string[]).length > 1) as string;
     const awkward = [...byTicket.keys()].filter((k) => /[/'"%\u3000-\u9fff]/.test(k)).slice(0, 5);
     expect(multi).toBeDefined();
     expect(awkward.length).toBeGreaterThan(2);
     const wanted = [multi, ...awkward, 'no-such-ticket'];
     await expectFilter({ ticket_id: wanted }, (t) => wanted.includes(t.summary.ticket.id), 3);
-    await expectFilter({ ticket_id: multi.toUpperCase() + 'x' }, () => false, 0);
+    await expectFilter({ ticket_id: `${multi.toUpperCase()}x` }, () => false, 0);
   });
 
   it('agent_id, source and tool_name take repeated values with OR', async () => {
     const agents = [...new Set(truth.map((t) => t.summary.agent?.id).filter(Boolean))].slice(0, 2) as string[];
     await expectFilter({ agent_id: agents }, (t) => agents.includes(t.summary.agent?.id));
-    await expectFilter({ source: ['フォーム', 'messenger:whatsapp'] }, (t) => ['フォーム', 'messenger:whatsapp'].includes(t.summary.source));
+    await expectFilter({ source: ['フォーム', 'messenger:whatsapp'] }, (t) =>
+      ['フォーム', 'messenger:whatsapp'].includes(t.summary.source),
+    );
     const toolNames = (t: (typeof truth)[number]) =>
       new Set((t.detail.steps as any[]).filter((s) => s.type === 'tool_call').map((s) => s.tool.name as string));
     const names = ['knowledge_search', 'legacy_lookup'];
     await expectFilter({ tool_name: names }, (t) => names.some((n) => toolNames(t).has(n)));
-    const label = (await get(sim, '/api/v1/runs/tool-options')).body.data.find((o: any) => o.tool_name === 'knowledge_search').display_name;
+    const label = (await get(sim, '/api/v1/runs/tool-options')).body.data.find(
+      (o: any) => o.tool_name === 'knowledge_search',
+    ).display_name;
     await expectFilter({ tool_name: label }, () => false, 0);
   });
 
@@ -82,7 +92,9 @@ describe('runs filters', () => {
 
   it('search looks in ticket title, ticket id and agent name, ignoring case', async () => {
     const hit = (needle: string) => (t: (typeof truth)[number]) =>
-      [t.summary.ticket.title, t.summary.ticket.id, t.summary.agent?.name ?? ''].some((h: string) => h.toLowerCase().includes(needle.toLowerCase()));
+      [t.summary.ticket.title, t.summary.ticket.id, t.summary.agent?.name ?? ''].some((h: string) =>
+        h.toLowerCase().includes(needle.toLowerCase()),
+      );
     await expectFilter({ search: 'REFUND' }, hit('REFUND'));
     await expectFilter({ search: 'conv_' }, hit('conv_'));
     await expectFilter({ search: 'サポート' }, hit('サポート'));
@@ -90,15 +102,27 @@ describe('runs filters', () => {
 
   it('metadata.<key> filters on the run metadata, with dots and colons in the key', async () => {
     await expectFilter({ 'metadata.plan': 'enterprise' }, (t) => t.metadata.plan === 'enterprise');
-    await expectFilter({ 'metadata.brand.id': 'b-3', 'metadata.channel:type': 'email' },
-      (t) => t.metadata['brand.id'] === 'b-3' && t.metadata['channel:type'] === 'email');
+    await expectFilter(
+      { 'metadata.brand.id': 'b-3', 'metadata.channel:type': 'email' },
+      (t) => t.metadata['brand.id'] === 'b-3' && t.metadata['channel:type'] === 'email',
+    );
     await expectFilter({ 'metadata.nothing': 'x' }, () => false, 0);
   });
 
   it('different filters combine with AND', async () => {
-    await expectFilter({ status: 'completed', resolution_type: 'deflected', 'metadata.region': 'eu', created_after: '2026-02-15T00:00:00Z' },
-      (t) => t.summary.status === 'completed' && t.summary.resolution?.type === 'deflected' && t.metadata.region === 'eu' &&
-        micros(t.summary.created_at) >= micros('2026-02-15T00:00:00Z'));
+    await expectFilter(
+      {
+        status: 'completed',
+        resolution_type: 'deflected',
+        'metadata.region': 'eu',
+        created_after: '2026-02-15T00:00:00Z',
+      },
+      (t) =>
+        t.summary.status === 'completed' &&
+        t.summary.resolution?.type === 'deflected' &&
+        t.metadata.region === 'eu' &&
+        micros(t.summary.created_at) >= micros('2026-02-15T00:00:00Z'),
+    );
   });
 });
 
@@ -159,14 +183,22 @@ describe('tools and guardrails filters', () => {
 
   async function expectTools(query: Query, keep: (t: any) => boolean): Promise<void> {
     const got = (await pageAll(sim, '/api/v1/tools', { limit: 200, ...query })).map((t) => t.id).sort();
-    expect(got).toEqual(tools.filter(keep).map((t) => t.id).sort());
+    expect(got).toEqual(
+      tools
+        .filter(keep)
+        .map((t) => t.id)
+        .sort(),
+    );
     expect(got.length).toBeGreaterThan(0);
   }
 
   it('type with OR, booleans, integration and MCP server', async () => {
     await expectTools({ type: ['app_tool', 'mcp_tool'] }, (t) => ['app_tool', 'mcp_tool'].includes(t.type));
     await expectTools({ is_write_action: true }, (t) => t.is_write_action === true);
-    await expectTools({ requires_approval: false, is_write_action: false }, (t) => !t.requires_approval && !t.is_write_action);
+    await expectTools(
+      { requires_approval: false, is_write_action: false },
+      (t) => !t.requires_approval && !t.is_write_action,
+    );
     await expectTools({ integration_id: 'shopify' }, (t) => t.app?.integration_id === 'shopify');
     const server = tools.find((t) => t.mcp).mcp.server_id;
     await expectTools({ mcp_server_id: server }, (t) => t.mcp?.server_id === server);
@@ -175,7 +207,10 @@ describe('tools and guardrails filters', () => {
   it('search covers name, description, integration name and MCP server name', async () => {
     for (const needle of ['Shopify', 'crm-mcp', 'refund']) {
       await expectTools({ search: needle }, (t) =>
-        [t.name, t.description, t.app?.integration_name, t.mcp?.server_name].some((h) => typeof h === 'string' && h.toLowerCase().includes(needle.toLowerCase())));
+        [t.name, t.description, t.app?.integration_name, t.mcp?.server_name].some(
+          (h) => typeof h === 'string' && h.toLowerCase().includes(needle.toLowerCase()),
+        ),
+      );
     }
   });
 

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
+import { CursorCodec } from '../../src/simulator/sim-cursor.ts';
 import { get, pageAll } from '../support/sim-http.ts';
 
-// Paging: defaults and bounds per endpoint, opaque signed cursors bound to their query, and the
-// has_more / next_cursor rule, over 10,000 runs with several page sizes.
+// Paging: defaults and bounds per endpoint, opaque signed cursors bound to their query and expiring
+// each on its own lifetime, and the has_more / next_cursor rule, over 10,000 runs with several
+// page sizes.
 
 let sim: Simulator;
 
@@ -45,12 +47,15 @@ describe('runs paging', () => {
     expect(empty.body).toEqual({ data: [], pagination: { limit: 50, next_cursor: null, has_more: false } });
   });
 
-  it.each([['0'], ['101'], ['-1'], ['1.5'], ['abc'], ['']])('refuses limit=%s on runs, naming the parameter', async (limit) => {
-    const r = await get(sim, '/api/v1/runs', { limit });
-    expect(r.status).toBe(400);
-    expect(r.body.error.code).toBe('invalid_request');
-    expect(r.body.error.message).toContain('limit');
-  });
+  it.each([['0'], ['101'], ['-1'], ['1.5'], ['abc'], ['']])(
+    'refuses limit=%s on runs, naming the parameter',
+    async (limit) => {
+      const r = await get(sim, '/api/v1/runs', { limit });
+      expect(r.status).toBe(400);
+      expect(r.body.error.code).toBe('invalid_request');
+      expect(r.body.error.message).toContain('limit');
+    },
+  );
 
   it('accepts the bounds 1 and 100 on runs', async () => {
     expect((await get(sim, '/api/v1/runs', { limit: 1 })).body.data).toHaveLength(1);
@@ -93,6 +98,38 @@ describe('cursors', () => {
     expect(r.body.pagination.limit).toBe(3);
   });
 
+  it('ages each cursor from when it was handed out, whichever page of a listing it leads to', () => {
+    let now = 0;
+    const codec = new CursorCodec(5, 1_000, () => now);
+    const first = codec.encode('runs.list', 'q', 100);
+    now = 999;
+    expect(codec.decode('runs.list', 'q', first)).toBe(100);
+    // Handed out mid-walk, long after the walk's first page: it has its own full lifetime.
+    const later = codec.encode('runs.list', 'q', 200);
+    now = 1_000;
+    expect(() => codec.decode('runs.list', 'q', first)).toThrow(/cursor has expired; restart paging/);
+    now = 1_998;
+    expect(codec.decode('runs.list', 'q', later)).toBe(200);
+    now = 1_999;
+    expect(() => codec.decode('runs.list', 'q', later)).toThrow(/expired/);
+  });
+
+  it('with a lifetime of 0, refuses every cursor of every list with 400 invalid_request', async () => {
+    const none = await startSimulator({ seed: 5, size: 500, now: '2026-03-01T00:00:00Z', cursorTtlMs: 0 });
+    try {
+      for (const path of ['runs', 'tools', 'agents', 'guidelines', 'guardrails', 'runbooks']) {
+        const first = await get(none, `/api/v1/${path}`, { limit: 5 });
+        expect(first.status, path).toBe(200);
+        const again = await get(none, `/api/v1/${path}`, { limit: 5, cursor: first.body.pagination.next_cursor });
+        expect(again.status, path).toBe(400);
+        expect(again.body.error.code, path).toBe('invalid_request');
+        expect(again.body.error.message, path).toMatch(/cursor has expired; restart paging from the first page/);
+      }
+    } finally {
+      await none.close();
+    }
+  });
+
   it('refuses an expired cursor when a lifetime is set', async () => {
     const short = await startSimulator({ seed: 5, size: 500, now: '2026-03-01T00:00:00Z', cursorTtlMs: 50 });
     try {
@@ -108,12 +145,15 @@ describe('cursors', () => {
 });
 
 describe('catalog paging', () => {
-  it.each(['tools', 'agents', 'guidelines', 'guardrails', 'runbooks'])('%s: every object once with limit 7', async (path) => {
-    const small = await pageAll(sim, `/api/v1/${path}`, { limit: 7 });
-    const big = await pageAll(sim, `/api/v1/${path}`, { limit: 200 });
-    expect(small.map((o) => o.id)).toEqual(big.map((o) => o.id));
-    expect(new Set(small.map((o) => o.id)).size).toBe(small.length);
-  });
+  it.each(['tools', 'agents', 'guidelines', 'guardrails', 'runbooks'])(
+    '%s: every object once with limit 7',
+    async (path) => {
+      const small = await pageAll(sim, `/api/v1/${path}`, { limit: 7 });
+      const big = await pageAll(sim, `/api/v1/${path}`, { limit: 200 });
+      expect(small.map((o) => o.id)).toEqual(big.map((o) => o.id));
+      expect(new Set(small.map((o) => o.id)).size).toBe(small.length);
+    },
+  );
 
   it('defaults to 100 and refuses limits outside 1..200', async () => {
     const first = await get(sim, '/api/v1/tools');
@@ -137,7 +177,10 @@ describe('catalog paging', () => {
       own.advance('30d');
       const after = new Set((await pageAll(own, '/api/v1/tools', { limit: 200 })).map((t) => t.id));
       const rest = await pageAll(own, '/api/v1/tools', { limit: 50, cursor: page1.body.pagination.next_cursor });
-      const expectedRest = before.slice(50).map((t) => t.id).filter((id) => after.has(id));
+      const expectedRest = before
+        .slice(50)
+        .map((t) => t.id)
+        .filter((id) => after.has(id));
       const got = rest.map((t) => t.id);
       // Objects created during the 30 days sort first (newest first) and are not behind the cursor.
       expect(got.filter((id) => before.some((b) => b.id === id))).toEqual(expectedRest);

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { get } from '../support/sim-http.ts';
 
 // Rate limits per key and per endpoint: X-RateLimit-* on 200s of the runs list, 429 with
@@ -19,7 +19,12 @@ async function freshWindow(seconds: number): Promise<void> {
 
 describe('rate limiting', () => {
   it('reports the budget on runs-list 200s and refuses past it with 429 and Retry-After', async () => {
-    sim = await startSimulator({ seed: 1, size: 100, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: { limit: 5, windowSeconds: 2 } } });
+    sim = await startSimulator({
+      seed: 1,
+      size: 100,
+      now: '2026-03-01T00:00:00Z',
+      rateLimit: { perKey: { limit: 5, windowSeconds: 2 } },
+    });
     await freshWindow(2);
     const replies = [];
     for (let i = 0; i < 6; i++) replies.push(await get(sim, '/api/v1/runs', { limit: 1 }));
@@ -58,7 +63,10 @@ describe('rate limiting', () => {
       seed: 1,
       size: 100,
       now: '2026-03-01T00:00:00Z',
-      rateLimit: { perKey: { limit: 100, windowSeconds: 1 }, perEndpoint: { 'runs.get': { limit: 3, windowSeconds: 2 } } },
+      rateLimit: {
+        perKey: { limit: 100, windowSeconds: 1 },
+        perEndpoint: { 'runs.get': { limit: 3, windowSeconds: 2 } },
+      },
     });
     const id = (await get(sim, '/api/v1/runs', { limit: 1 })).body.data[0].id;
     await freshWindow(2);
@@ -75,7 +83,11 @@ describe('rate limiting', () => {
       seed: 1,
       size: 100,
       now: '2026-03-01T00:00:00Z',
-      keys: [{ org: 'acme' }, { key: 'svc_live_second_key_of_acme', org: 'acme' }, { key: 'svc_live_other_org', org: 'other' }],
+      keys: [
+        { org: 'acme' },
+        { key: 'svc_live_second_key_of_acme', org: 'acme' },
+        { key: 'svc_live_other_org', org: 'other' },
+      ],
       rateLimit: { perKey: null, perOrg: { limit: 4, windowSeconds: 2 } },
     });
     await freshWindow(2);
@@ -87,7 +99,12 @@ describe('rate limiting', () => {
   });
 
   it('counts requests per endpoint and status, with their times', async () => {
-    sim = await startSimulator({ seed: 1, size: 100, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: { limit: 3, windowSeconds: 2 } } });
+    sim = await startSimulator({
+      seed: 1,
+      size: 100,
+      now: '2026-03-01T00:00:00Z',
+      rateLimit: { perKey: { limit: 3, windowSeconds: 2 } },
+    });
     await freshWindow(2);
     for (let i = 0; i < 4; i++) await get(sim, '/api/v1/runs', { limit: 1 });
     await get(sim, '/api/v1/runs', {}, null);

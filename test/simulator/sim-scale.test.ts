@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startSimulator, type Simulator } from '../../src/simulator/index.ts';
+import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { parseTimestamp } from '../../src/util/timestamp.ts';
 import { get, pageAll } from '../support/sim-http.ts';
 
@@ -8,7 +8,13 @@ import { get, pageAll } from '../support/sim-http.ts';
 
 let sim: Simulator;
 beforeAll(async () => {
-  sim = await startSimulator({ seed: 4, size: 1_000_000, days: 365, now: '2026-03-01T00:00:00Z', rateLimit: { perKey: null } });
+  sim = await startSimulator({
+    seed: 4,
+    size: 1_000_000,
+    days: 365,
+    now: '2026-03-01T00:00:00Z',
+    rateLimit: { perKey: null },
+  });
 });
 afterAll(() => sim.close());
 
@@ -32,7 +38,13 @@ describe('a million runs', () => {
   });
 
   it('finds runs by ticket id anywhere in the range', async () => {
-    const [run] = (await get(sim, '/api/v1/runs', { created_after: '2025-05-05T00:00:00Z', limit: 1, created_before: '2025-05-06T00:00:00Z' })).body.data;
+    const [run] = (
+      await get(sim, '/api/v1/runs', {
+        created_after: '2025-05-05T00:00:00Z',
+        limit: 1,
+        created_before: '2025-05-06T00:00:00Z',
+      })
+    ).body.data;
     const r = await get(sim, '/api/v1/runs', { ticket_id: run.ticket.id });
     expect(r.body.data.map((x: any) => x.id)).toContain(run.id);
   });

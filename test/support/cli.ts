@@ -1,16 +1,17 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { join } from 'node:path';
 import { main } from '../../src/cli/main.ts';
+import { ROOT } from './paths.ts';
 
-// Runs the CLI from source in a child process, as a user would run `runsync`.
+// Runs the CLI in a child process as a user runs `runsync`: the installed bin, on the build in dist/
+// (test/support/global-setup.ts builds it when a source is newer).
 
-export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
-const MAIN = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
-// Resolved here, so the child finds tsx whatever its working directory.
-const TSX = import.meta.resolve('tsx');
+export { ROOT };
+
+const BIN = join(ROOT, 'bin', 'runsync.js');
 
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = {}, cwd = ROOT): ChildProcess {
-  return spawn(process.execPath, ['--import', TSX, MAIN, ...args], {
+  return spawn(process.execPath, [BIN, ...args], {
     cwd,
     env: { ...process.env, NO_COLOR: '1', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -24,7 +25,11 @@ export interface CliResult {
   stderr: string;
 }
 
-export function runCli(args: string[], env: NodeJS.ProcessEnv = {}, opts: { cwd?: string; timeoutMs?: number } = {}): Promise<CliResult> {
+export function runCli(
+  args: string[],
+  env: NodeJS.ProcessEnv = {},
+  opts: { cwd?: string; timeoutMs?: number } = {},
+): Promise<CliResult> {
   const child = spawnCli(args, env, opts.cwd);
   return collect(child, opts.timeoutMs ?? 150_000);
 }
@@ -50,7 +55,10 @@ export function collect(child: ChildProcess, timeoutMs: number): Promise<CliResu
 export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20_000): Promise<string> {
   return new Promise((resolve, reject) => {
     let buf = '';
-    const timer = setTimeout(() => reject(new Error(`no line matching ${pattern} in ${timeoutMs} ms: ${buf}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`no line matching ${pattern} in ${timeoutMs} ms: ${buf}`)),
+      timeoutMs,
+    );
     child.stdout?.on('data', (d) => {
       buf += d;
       const line = buf.split('\n').find((l) => pattern.test(l));
@@ -64,7 +72,10 @@ export function waitForLine(child: ChildProcess, pattern: RegExp, timeoutMs = 20
 }
 
 /** Runs the CLI in this process, logging silenced; its output lines joined, each ending in \n. */
-export async function runMain(args: string[], env: Record<string, string>): Promise<{ code: number; out: string; err: string }> {
+export async function runMain(
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; out: string; err: string }> {
   let out = '';
   let err = '';
   const code = await main(args, {

@@ -5,20 +5,19 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
+import { RESOURCES as RESOURCE_SPECS } from '../../src/resources/registry.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SCHEMAS = join(ROOT, 'schemas/api');
 export const TYPES_FILE = join(ROOT, 'src/api/api-types.ts');
 
-const RESOURCES: Record<string, string> = {
+const pascal = (name: string) => name.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
+
+// A type for the schema of every declared resource (src/resources), the run summary the runs list
+// returns, and the error body.
+const TYPES: Record<string, string> = {
   'run-summary.json': 'RunSummary',
-  'run-detail.json': 'RunDetail',
-  'run-tool-option.json': 'RunToolOption',
-  'tool.json': 'Tool',
-  'agent.json': 'Agent',
-  'guideline.json': 'Guideline',
-  'guardrail.json': 'Guardrail',
-  'runbook.json': 'Runbook',
+  ...Object.fromEntries(RESOURCE_SPECS.map((r) => [`${r.schema}.json`, pascal(r.schema)])),
   'error.json': 'ErrorBody',
 };
 
@@ -32,7 +31,7 @@ export async function generateApiTypes(): Promise<string> {
     '',
   ];
   const seen = new Set<string>();
-  for (const [file, name] of Object.entries(RESOURCES)) {
+  for (const [file, name] of Object.entries(TYPES)) {
     const schema = { ...(byFile.get(file) as JSONSchema), title: name };
     const ts = await compile(schema, name, {
       cwd: SCHEMAS,

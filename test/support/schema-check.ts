@@ -13,7 +13,8 @@ function close(node: unknown): unknown {
   if (Array.isArray(node)) return node.map(close);
   if (node === null || typeof node !== 'object') return node;
   const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(node)) out[k] = k === 'properties' || k === 'definitions' ? mapValues(v as object, close) : close(v);
+  for (const [k, v] of Object.entries(node))
+    out[k] = k === 'properties' || k === 'definitions' ? mapValues(v as object, close) : close(v);
   if (out.additionalProperties === true && out.properties) out.additionalProperties = false;
   return out;
 }

@@ -21,7 +21,12 @@ export function buildUrl(base: string, path: string, query: Query = {}): string 
   return u.toString();
 }
 
-export async function get(sim: Simulator, path: string, query: Query = {}, key: string | null = sim.key): Promise<Reply> {
+export async function get(
+  sim: Simulator,
+  path: string,
+  query: Query = {},
+  key: string | null = sim.key,
+): Promise<Reply> {
   const headers: Record<string, string> = {};
   if (key !== null) headers.authorization = `Bearer ${key}`;
   const res = await fetch(buildUrl(sim.url, path, query), { headers });
@@ -45,7 +50,8 @@ export async function pageAll(sim: Simulator, path: string, query: Query = {}, k
     if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${JSON.stringify(r.body)}`);
     const { data, pagination } = r.body;
     items.push(...data);
-    if (pagination.has_more !== (pagination.next_cursor !== null)) throw new Error('has_more disagrees with next_cursor');
+    if (pagination.has_more !== (pagination.next_cursor !== null))
+      throw new Error('has_more disagrees with next_cursor');
     if (!pagination.has_more) return items;
     cursor = pagination.next_cursor;
   }

@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { runMain as cli } from '../support/cli.ts';
 import { ALL_SCOPES, type Simulator } from '../../src/simulator/index.ts';
 import { formatTimestamp, MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
+import { runMain as cli } from '../support/cli.ts';
 import { diffWithTruth, spanStart, startSim, storedCount, tempDir } from './sync-kit.ts';
 
 // What the API key can break: revoked in the middle of a pass (401: stop at once, say so, keep
@@ -17,7 +17,12 @@ describe('the API key during a pass', () => {
   });
 
   function envFor(s: Simulator, dir: string, key: string): Record<string, string> {
-    return { RUNSYNC_API_URL: s.url, RUNSYNC_API_KEY: key, RUNSYNC_WAREHOUSE_DIR: dir, RUNSYNC_START_DATE: formatTimestamp(spanStart(s)) };
+    return {
+      RUNSYNC_API_URL: s.url,
+      RUNSYNC_API_KEY: key,
+      RUNSYNC_WAREHOUSE_DIR: dir,
+      RUNSYNC_START_DATE: formatTimestamp(spanStart(s)),
+    };
   }
 
   it('a key revoked mid-pass stops it at once with exit 1, and the next pass loses nothing', async () => {
@@ -47,7 +52,9 @@ describe('the API key during a pass', () => {
 
     const wh = await openWarehouse(tmp.dir, { readOnly: true });
     const [kept] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
-    const [audit] = await wh.all<{ status: string; errors: string }>(`SELECT status, errors::VARCHAR AS errors FROM _sync_audit`);
+    const [audit] = await wh.all<{ status: string; errors: string }>(
+      `SELECT status, errors::VARCHAR AS errors FROM _sync_audit`,
+    );
     await wh.close();
     expect(Number(kept?.n)).toBeGreaterThan(0);
     expect(audit?.status).toBe('failed');

@@ -25,7 +25,12 @@ describe('a sync killed with SIGKILL and restarted', () => {
   beforeAll(async () => {
     // The CLI cuts its windows by the real clock: the simulator stays behind it, and the lookback
     // covers the simulated time the test moves through.
-    sim = await startSim({ seed: 21, size: 500, now: systemMicros() - 2 * MICROS_PER_HOUR, runs: { postSettleFraction: 0 } });
+    sim = await startSim({
+      seed: 21,
+      size: 500,
+      now: systemMicros() - 2 * MICROS_PER_HOUR,
+      runs: { postSettleFraction: 0 },
+    });
     tmp = tempDir();
   });
   afterAll(async () => {

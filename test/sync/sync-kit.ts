@@ -2,10 +2,16 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../../src/config/index.ts';
-import { startSimulator, type Simulator, type SimulatorOptions } from '../../src/simulator/index.ts';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
 import { createEngine, type Engine, type EngineOptions } from '../../src/sync/index.ts';
 import { createLogger, type Logger } from '../../src/util/logger.ts';
-import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND, parseTimestamp, type Micros } from '../../src/util/timestamp.ts';
+import {
+  formatTimestamp,
+  MICROS_PER_DAY,
+  MICROS_PER_SECOND,
+  type Micros,
+  parseTimestamp,
+} from '../../src/util/timestamp.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 
 // What the sync engine tests share: a simulator on a manual clock, an engine wired as the CLI wires
@@ -33,7 +39,7 @@ export interface EngineFor {
 }
 
 export function spanStart(sim: Simulator): Micros {
-  return (parseTimestamp(NOW) as Micros) - (sim.world.options.days * MICROS_PER_DAY);
+  return (parseTimestamp(NOW) as Micros) - sim.world.options.days * MICROS_PER_DAY;
 }
 
 export function engineFor({ sim, dir, env = {}, options = {}, logger }: EngineFor): Engine {
@@ -69,11 +75,15 @@ export function truth(sim: { world: Simulator['world'] }, before: Micros): Map<s
   for (const d of sim.world.truthRunDetails()) {
     const created = parseTimestamp(d.created_at as string) as Micros;
     if (created >= before) continue;
-    const ids = (k: string) => ((d[k] as { id: string }[]) ?? []).map((x) => x.id).sort().join(',');
+    const ids = (k: string) =>
+      ((d[k] as { id: string }[]) ?? [])
+        .map((x) => x.id)
+        .sort()
+        .join(',');
     out.set(d.id as string, {
       status: (d.status as string | null) ?? null,
       updatedAt: parseTimestamp(d.updated_at as string) as number,
-      resolution: ((d.resolution as { type: string } | null)?.type ?? null),
+      resolution: (d.resolution as { type: string } | null)?.type ?? null,
       messages: ids('conversation'),
       steps: ids('steps'),
       evals: ids('evaluation_attributes'),
@@ -98,13 +108,33 @@ function openReader(dir: string): ReturnType<typeof openWarehouse> {
 export async function stored(dir: string): Promise<Map<string, RunFacts>> {
   const wh = await openReader(dir);
   try {
-    const rows = await wh.all<{ id: string; status: string | null; u: bigint; r: string | null; m: string | null; s: string | null; e: string | null }>(`
+    const rows = await wh.all<{
+      id: string;
+      status: string | null;
+      u: bigint;
+      r: string | null;
+      m: string | null;
+      s: string | null;
+      e: string | null;
+    }>(`
       SELECT r.id, r.status, epoch_us(r.updated_at) AS u, r.resolution_type AS r,
         (SELECT string_agg(id, ',' ORDER BY id) FROM run_messages WHERE run_id = r.id) AS m,
         (SELECT string_agg(id, ',' ORDER BY id) FROM run_steps WHERE run_id = r.id) AS s,
         (SELECT string_agg(id, ',' ORDER BY id) FROM run_evaluations WHERE run_id = r.id) AS e
       FROM runs r`);
-    return new Map(rows.map((x) => [x.id, { status: x.status, updatedAt: Number(x.u), resolution: x.r, messages: x.m ?? '', steps: x.s ?? '', evals: x.e ?? '' }]));
+    return new Map(
+      rows.map((x) => [
+        x.id,
+        {
+          status: x.status,
+          updatedAt: Number(x.u),
+          resolution: x.r,
+          messages: x.m ?? '',
+          steps: x.s ?? '',
+          evals: x.e ?? '',
+        },
+      ]),
+    );
   } finally {
     await wh.close();
   }
@@ -116,7 +146,11 @@ export async function diffWithTruth(sim: Simulator, dir: string, before: Micros)
 }
 
 /** The same against truth computed once (computing it is heavy work in the simulator's process). */
-export async function diffFacts(want: Map<string, RunFacts>, dir: string, o: { quick?: boolean } = {}): Promise<string[]> {
+export async function diffFacts(
+  want: Map<string, RunFacts>,
+  dir: string,
+  o: { quick?: boolean } = {},
+): Promise<string[]> {
   if (o.quick !== false) {
     const differs = await quickDiffers(want, dir);
     if (differs) return [differs];
@@ -126,7 +160,8 @@ export async function diffFacts(want: Map<string, RunFacts>, dir: string, o: { q
   for (const [id, w] of want) {
     const h = have.get(id);
     if (!h) out.push(`missing ${id}`);
-    else if (JSON.stringify(h) !== JSON.stringify(w)) out.push(`differs ${id}: have ${JSON.stringify(h).slice(0, 200)} want ${JSON.stringify(w).slice(0, 200)}`);
+    else if (JSON.stringify(h) !== JSON.stringify(w))
+      out.push(`differs ${id}: have ${JSON.stringify(h).slice(0, 200)} want ${JSON.stringify(w).slice(0, 200)}`);
   }
   for (const id of have.keys()) if (!want.has(id)) out.push(`extra ${id}`);
   return out;
@@ -140,13 +175,16 @@ async function quickDiffers(want: Map<string, RunFacts>, dir: string): Promise<s
   const wh = await openReader(dir);
   let quick: { n: bigint; s: bigint | null } | undefined;
   try {
-    [quick] = await wh.all<{ n: bigint; s: bigint | null }>(`SELECT count(*) AS n, sum(epoch_us(updated_at) % 1000000007)::BIGINT AS s FROM runs`);
+    [quick] = await wh.all<{ n: bigint; s: bigint | null }>(
+      `SELECT count(*) AS n, sum(epoch_us(updated_at) % 1000000007)::BIGINT AS s FROM runs`,
+    );
   } finally {
     await wh.close();
   }
   let sum = 0n;
   for (const f of want.values()) sum += BigInt(f.updatedAt) % 1000000007n;
-  if (Number(quick?.n ?? 0) !== want.size || (quick?.s ?? 0n) !== sum) return `${quick?.n ?? 0} runs stored (${want.size} expected), or some not up to date`;
+  if (Number(quick?.n ?? 0) !== want.size || (quick?.s ?? 0n) !== sum)
+    return `${quick?.n ?? 0} runs stored (${want.size} expected), or some not up to date`;
   return null;
 }
 
@@ -164,16 +202,21 @@ export async function diffCatalog(sim: { world: Simulator['world'] }, dir: strin
   const out: string[] = [];
   try {
     for (const [kind, table] of CATALOG) {
-      const want = new Map(sim.world.catalogObjects(kind).map((o) => [o.id as string, parseTimestamp(o.updated_at as string)]));
+      const want = new Map(
+        sim.world.catalogObjects(kind).map((o) => [o.id as string, parseTimestamp(o.updated_at as string)]),
+      );
       const rows = await wh.all<{ id: string; u: bigint }>(`SELECT id, epoch_us(updated_at) AS u FROM ${table}`);
       const have = new Map(rows.map((r) => [r.id, Number(r.u)]));
       for (const [id, u] of want) if (have.get(id) !== u) out.push(`${table} ${id}: have ${have.get(id)} want ${u}`);
       for (const id of have.keys()) if (!want.has(id)) out.push(`${table} ${id}: still live, gone upstream`);
-      const deleted = await wh.all<{ id: string }>(`SELECT id FROM ${table}_history WHERE valid_to IS NULL AND is_deleted`);
+      const deleted = await wh.all<{ id: string }>(
+        `SELECT id FROM ${table}_history WHERE valid_to IS NULL AND is_deleted`,
+      );
       for (const { id } of deleted) if (want.has(id)) out.push(`${table}_history ${id}: marked deleted, live upstream`);
       const everSeen = await wh.all<{ id: string }>(`SELECT DISTINCT id FROM ${table}_history`);
       const deletedSet = new Set(deleted.map((d) => d.id));
-      for (const { id } of everSeen) if (!want.has(id) && !deletedSet.has(id)) out.push(`${table}_history ${id}: gone upstream, not marked deleted`);
+      for (const { id } of everSeen)
+        if (!want.has(id) && !deletedSet.has(id)) out.push(`${table}_history ${id}: gone upstream, not marked deleted`);
     }
   } finally {
     await wh.close();

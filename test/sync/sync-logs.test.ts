@@ -16,7 +16,13 @@ describe('pass logs', () => {
   });
 
   it('every line of a pass carries its pass id', async () => {
-    sim = await startSim({ seed: 95, size: 150, days: 3, faults: { serverErrorRate: 0.05, seed: 3 }, rateLimit: { perKey: { limit: 200, windowSeconds: 1 } } });
+    sim = await startSim({
+      seed: 95,
+      size: 150,
+      days: 3,
+      faults: { serverErrorRate: 0.05, seed: 3 },
+      rateLimit: { perKey: { limit: 200, windowSeconds: 1 } },
+    });
     tmp = tempDir();
     const lines: string[] = [];
     const logger = createLogger({ level: 'debug', destination: { write: (l: string) => lines.push(l) } });

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
-import { runPass, type PassResult } from '../../src/sync/index.ts';
+import { type PassResult, runPass } from '../../src/sync/index.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { diffCatalog, diffWithTruth, engineFor, SETTLE, startSim, tempDir } from './sync-kit.ts';
 
@@ -45,12 +45,17 @@ describe('sync passes against the simulator', () => {
     const later = passes.slice(1);
     expect(later.reduce((a, p) => a + p.runs.changed, 0)).toBeGreaterThan(10);
     expect(later.reduce((a, p) => a + p.openRunsChecked, 0)).toBeGreaterThan(0);
-    const catalogChanges = later.reduce((a, p) => a + Object.values(p.catalog?.tables ?? {}).reduce((b, t) => b + t.changed + t.deleted + t.added, 0), 0);
+    const catalogChanges = later.reduce(
+      (a, p) => a + Object.values(p.catalog?.tables ?? {}).reduce((b, t) => b + t.changed + t.deleted + t.added, 0),
+      0,
+    );
     expect(catalogChanges).toBeGreaterThan(0);
     // Each pass left its audit row.
     const wh = await openWarehouse(tmp.dir, { readOnly: true });
     try {
-      const rows = await wh.all<{ status: string; n: bigint }>(`SELECT status, count(*) AS n FROM _sync_audit GROUP BY status`);
+      const rows = await wh.all<{ status: string; n: bigint }>(
+        `SELECT status, count(*) AS n FROM _sync_audit GROUP BY status`,
+      );
       expect(rows).toEqual([{ status: 'ok', n: BigInt(passes.length) }]);
     } finally {
       await wh.close();
@@ -87,12 +92,23 @@ describe('sync passes against the simulator', () => {
       size: 300,
       runs: { postSettleFraction: 0 },
       faults: {
-        serverErrorRate: 0.05, burst429Rate: 0.005, burst429Seconds: 1, resetRate: 0.02, latencyRate: 0.05, latencyMaxMs: 300,
-        malformedRate: 0.02, truncatedRate: 0.02, seed: 5,
+        serverErrorRate: 0.05,
+        burst429Rate: 0.005,
+        burst429Seconds: 1,
+        resetRate: 0.02,
+        latencyRate: 0.05,
+        latencyMaxMs: 300,
+        malformedRate: 0.02,
+        truncatedRate: 0.02,
+        seed: 5,
       },
     });
     tmp = tempDir();
-    const engine = engineFor({ sim, dir: tmp.dir, options: { retry: { baseDelayMs: 2, maxDelayMs: 20, maxAttempts: 8 } } });
+    const engine = engineFor({
+      sim,
+      dir: tmp.dir,
+      options: { retry: { baseDelayMs: 2, maxDelayMs: 20, maxAttempts: 8 } },
+    });
     try {
       const first = await runPass(engine.deps);
       expect(first.requests.retries).toBeGreaterThan(0);

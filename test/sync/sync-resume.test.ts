@@ -33,7 +33,10 @@ describe('checkpoints and costs', () => {
       if (s.counters.count('runs.get') >= afterDetails) controller.abort(new Error('stop'));
     }, 2);
     try {
-      const e = await runPass(engine.deps).then(() => null, (x: unknown) => x);
+      const e = await runPass(engine.deps).then(
+        () => null,
+        (x: unknown) => x,
+      );
       expect(e).toBeInstanceOf(PassError);
       expect((e as PassError).pass.status).toBe('interrupted');
     } finally {
@@ -72,7 +75,12 @@ describe('checkpoints and costs', () => {
     const wh = await openWarehouse(tmp.dir);
     const saved = (await getState<WalkState>(wh, LIVE_KEY)) as WalkState;
     expect(saved.done).toBe(false);
-    await setState(wh, LIVE_KEY, { ...saved, position: { ...saved.position, cursor: 'not-a-cursor-the-api-gave' } }, sim.clock.now());
+    await setState(
+      wh,
+      LIVE_KEY,
+      { ...saved, position: { ...saved.position, cursor: 'not-a-cursor-the-api-gave' } },
+      sim.clock.now(),
+    );
     await wh.close();
     const warnings: string[] = [];
     const engine = engineFor({ sim, dir: tmp.dir });

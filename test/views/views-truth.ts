@@ -1,5 +1,5 @@
 import type { Json, Simulator } from '../../src/simulator/index.ts';
-import { parseTimestamp, type Micros } from '../../src/util/timestamp.ts';
+import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 
 // What the ready-made views must answer, computed in plain TypeScript from the simulator's ground
 // truth (run details, the catalog, the agents' states at each pass), never from the warehouse.
@@ -22,10 +22,14 @@ export interface TruthRun {
 const micros = (t: unknown): Micros => parseTimestamp(t as string) as Micros;
 export const dayOf = (us: Micros): string => new Date(Math.floor(us / 1000)).toISOString().slice(0, 10);
 
-/** Every run the warehouse holds after a pass at `passTime` (the window stops `settle` before it). */
-export function truthRuns(sim: Simulator, before: Micros): TruthRun[] {
+/**
+ * Every run the warehouse holds after a pass at `passTime` (the window stops `settle` before it).
+ * `as` gives a run's detail as the client received it, when something between rewrote it.
+ */
+export function truthRuns(sim: Simulator, before: Micros, as: (detail: Json) => Json = (d) => d): TruthRun[] {
   const out: TruthRun[] = [];
-  for (const d of sim.world.truthRunDetails()) {
+  for (const raw of sim.world.truthRunDetails()) {
+    const d = as(raw);
     const created = micros(d.created_at);
     if (created >= before) continue;
     const agent = d.agent as { id?: string | null; name?: string | null } | null;
@@ -85,15 +89,54 @@ function latest(runs: readonly TruthRun[], pick: (r: TruthRun) => string | null)
   return named.length ? pick(named.reduce((a, b) => (b.created > a.created ? b : a))) : null;
 }
 
+/**
+ * The catalog objects of one kind the warehouse saw: as each pass found them (`rename` gives an
+ * object as the client received it at pass n), the live ones (found by the last pass) and each
+ * one's last version.
+ */
+export interface SeenCatalog {
+  live: Map<string, Json>;
+  last: Map<string, Json>;
+  /** Every version seen, oldest pass first. */
+  versions: { pass: number; object: Json }[];
+}
+
+export function seenCatalog(
+  sim: Simulator,
+  kind: 'agent' | 'tool',
+  passTimes: readonly Micros[],
+  rename: (object: Json, pass: number) => Json = (o) => o,
+): SeenCatalog {
+  const catalog = sim.world.catalog;
+  const out: SeenCatalog = { live: new Map(), last: new Map(), versions: [] };
+  passTimes.forEach((t, pass) => {
+    for (const entity of catalog.entities[kind]) {
+      const state = catalog.stateAt(entity, t);
+      if (state === null) continue;
+      const object = rename(catalog.render(state), pass);
+      out.versions.push({ pass, object });
+      out.last.set(entity.id, object);
+      if (pass === passTimes.length - 1) out.live.set(entity.id, object);
+    }
+  });
+  return out;
+}
+
 /** v_resolution_by_agent, keyed by agent id ('' for none). */
-export function byAgent(sim: Simulator, runs: readonly TruthRun[]) {
-  const live = new Map(sim.world.catalogObjects('agent').map((a) => [a.id as string, a.name as string]));
+export function byAgent(agents: SeenCatalog, runs: readonly TruthRun[]) {
   const out = new Map<string, Record<string, unknown>>();
   for (const [id, group] of groupBy(runs, (r) => r.agentId ?? '')) {
     const c = resolutionCounts(group);
+    const name =
+      id === ''
+        ? '(no agent)'
+        : ((agents.live.get(id)?.name as string | undefined) ??
+          (agents.last.get(id)?.name as string | undefined) ??
+          latest(group, (r) => r.agentName) ??
+          '(unnamed agent)');
     out.set(id, {
-      agent_name: live.get(id) ?? latest(group, (r) => r.agentName),
-      in_catalog: live.has(id),
+      agent_name: name,
+      in_catalog: agents.live.has(id),
       ...c,
       deflection_rate: c.deflected / c.runs,
       escalation_rate: c.escalated / c.runs,
@@ -107,7 +150,12 @@ export function byCategory(runs: readonly TruthRun[]) {
   const out = new Map<string, Record<string, unknown>>();
   for (const [id, group] of groupBy(runs, (r) => r.categoryId ?? '')) {
     const c = resolutionCounts(group);
-    out.set(id, { category_name: latest(group, (r) => r.categoryName), ...c, deflection_rate: c.deflected / c.runs, escalation_rate: c.escalated / c.runs });
+    out.set(id, {
+      category_name: id === '' ? '(no category)' : (latest(group, (r) => r.categoryName) ?? '(unnamed category)'),
+      ...c,
+      deflection_rate: c.deflected / c.runs,
+      escalation_rate: c.escalated / c.runs,
+    });
   }
   return out;
 }
@@ -120,37 +168,68 @@ interface Call {
   duration: number;
 }
 
-/** v_tool_stats, keyed by tool name (the simulator's names are unique). */
-export function toolStats(sim: Simulator, runs: readonly TruthRun[]) {
-  const calls: Call[] = [];
+/**
+ * The catalog tool a recorded name stands for: the live tool of that name (of the same type first),
+ * else the tool that had that name in a version seen earlier (the latest such version first).
+ */
+function toolFor(tools: SeenCatalog, name: string, type: string): string | null {
+  const rank = (o: Json) => (o.type === type ? 0 : 1);
+  const live = [...tools.live.values()].filter((o) => o.name === name);
+  live.sort((a, b) => rank(a) - rank(b) || ((a.id as string) < (b.id as string) ? -1 : 1));
+  if (live[0]) return live[0].id as string;
+  const former = tools.versions.filter((v) => v.object.name === name);
+  former.sort((a, b) => rank(a.object) - rank(b.object) || b.pass - a.pass);
+  return (former[0]?.object.id as string | undefined) ?? null;
+}
+
+/**
+ * v_tool_stats, keyed by tool id (or, for calls no catalog version named, `name type`).
+ * `labels`: the tool options' display names by recorded name.
+ */
+export function toolStats(tools: SeenCatalog, labels: Map<string, string>, runs: readonly TruthRun[]) {
+  const calls: (Call & { key: string; id: string | null })[] = [];
   for (const r of runs) {
     for (const s of r.detail.steps as Json[]) {
       if (s.type !== 'tool_call') continue;
       const tool = s.tool as Json;
-      calls.push({ run: r.id, name: tool.name as string, type: tool.type as string, error: ((tool.error as string | null) ?? '') !== '', duration: s.duration_seconds as number });
+      const name = tool.name as string;
+      const type = tool.type as string;
+      const id = toolFor(tools, name, type);
+      calls.push({
+        key: id ?? `${name} ${type}`,
+        id,
+        run: r.id,
+        name,
+        type,
+        error: ((tool.error as string | null) ?? '') !== '',
+        duration: s.duration_seconds as number,
+      });
     }
   }
-  const catalog = new Map(sim.world.catalogObjects('tool').map((t) => [t.name as string, t]));
-  const labels = new Map(sim.world.toolOptions().map((o) => [o.tool_name as string, o.display_name as string]));
   const out = new Map<string, Record<string, unknown>>();
-  for (const [name, group] of groupBy(calls, (c) => c.name)) {
-    const tool = catalog.get(name);
+  const row = (id: string | null, fallbackName: string, group: Call[]) => {
+    const tool = id ? (tools.live.get(id) ?? tools.last.get(id)) : undefined;
+    const name = (tool?.name as string | undefined) ?? fallbackName;
     const errors = group.filter((c) => c.error).length;
-    out.set(name, {
-      tool_id: tool?.id ?? null,
-      in_catalog: tool !== undefined,
+    return {
+      tool_name: name,
+      tool_id: id,
+      in_catalog: id !== null && tools.live.has(id),
       display_name: labels.get(name) ?? null,
-      requires_approval: tool?.requires_approval ?? null,
+      requires_approval: id !== null && tools.live.has(id) ? tools.live.get(id)?.requires_approval : null,
       calls: group.length,
       errors,
-      error_rate: errors / group.length,
+      error_rate: group.length ? errors / group.length : null,
       runs: new Set(group.map((c) => c.run)).size,
       median_duration_seconds: median(group.map((c) => c.duration)),
-    });
+      recorded_tool_names: [...new Set(group.map((c) => c.name))].sort(),
+    };
+  };
+  for (const [key, group] of groupBy(calls, (c) => c.key)) {
+    const first = group[0] as (typeof calls)[number];
+    out.set(key, row(first.id, first.name, group));
   }
-  for (const [name, tool] of catalog) {
-    if (!out.has(name)) out.set(name, { tool_id: tool.id, in_catalog: true, display_name: labels.get(name) ?? null, requires_approval: tool.requires_approval, calls: 0, errors: 0, error_rate: null, runs: 0, median_duration_seconds: null });
-  }
+  for (const id of tools.live.keys()) if (!out.has(id)) out.set(id, row(id, '', []));
   return out;
 }
 
@@ -161,7 +240,10 @@ export function awaitingApproval(runs: readonly TruthRun[]) {
     if (!r.waiting) continue;
     const pending = (r.detail.approval as { pending: Json | null }).pending;
     const step = (r.detail.steps as Json[]).find((s) => pending && s.id === pending.step_id);
-    out.set(r.id, { tool: (pending?.tool_name as string | null) ?? null, stepAt: step ? micros(step.timestamp) : null });
+    out.set(r.id, {
+      tool: (pending?.tool_name as string | null) ?? null,
+      stepAt: step ? micros(step.timestamp) : null,
+    });
   }
   return out;
 }
@@ -176,7 +258,13 @@ interface Evaluation {
 
 function evaluations(runs: readonly TruthRun[]): Evaluation[] {
   return runs.flatMap((r) =>
-    (r.detail.evaluation_attributes as Json[]).map((e) => ({ run: r.id, attribute: e.attribute_id as string, name: e.name as string, value: e.value as string, recorded: micros(e.recorded_at) })),
+    (r.detail.evaluation_attributes as Json[]).map((e) => ({
+      run: r.id,
+      attribute: e.attribute_id as string,
+      name: e.name as string,
+      value: e.value as string,
+      recorded: micros(e.recorded_at),
+    })),
   );
 }
 
@@ -201,7 +289,10 @@ export function evaluationValues(runs: readonly TruthRun[]) {
 export function evaluationAttributes(runs: readonly TruthRun[]) {
   const out = new Map<string, Record<string, unknown>>();
   for (const [id, group] of groupBy(evaluations(runs), (e) => e.attribute)) {
-    const numbers = group.map((e) => e.value.trim()).filter((v) => v !== '' && Number.isFinite(Number(v))).map(Number);
+    const numbers = group
+      .map((e) => e.value.trim())
+      .filter((v) => v !== '' && Number.isFinite(Number(v)))
+      .map(Number);
     out.set(id, {
       evaluations: group.length,
       runs: new Set(group.map((e) => e.run)).size,
@@ -253,7 +344,11 @@ export function runAgentConfig(runs: readonly TruthRun[], versions: Map<string, 
     else {
       const inForce = list.filter((v) => v.validFrom <= r.created).pop();
       const v = inForce ?? (list[0] as AgentVersion);
-      out.set(r.id, { match: inForce ? 'as_of_creation' : 'earliest_known', updatedAt: v.updatedAt, deleted: v.deleted });
+      out.set(r.id, {
+        match: inForce ? 'as_of_creation' : 'earliest_known',
+        updatedAt: v.updatedAt,
+        deleted: v.deleted,
+      });
     }
   }
   return out;

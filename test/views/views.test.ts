@@ -2,11 +2,12 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
-import { parseTimestamp, type Micros } from '../../src/util/timestamp.ts';
-import { ANALYTICS_FILE, openWarehouse, type SqlRunner, type Warehouse } from '../../src/warehouse/index.ts';
+import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
+import { ANALYTICS_FILE, openWarehouse, type Warehouse } from '../../src/warehouse/index.ts';
 import { sqlRunner } from '../../src/warehouse/warehouse-sql.ts';
 import { diffWithTruth, SETTLE } from '../sync/sync-kit.ts';
-import { fixtureTruth, viewsFixture, type ViewsFixture } from './views-fixture.ts';
+import { close, expectSame, rows } from './views-compare.ts';
+import { fixtureTruth, type ViewsFixture, viewsFixture } from './views-fixture.ts';
 import {
   agentVersions,
   awaitingApproval,
@@ -17,12 +18,13 @@ import {
   groupBy,
   resolutionCounts,
   runAgentConfig,
+  seenCatalog,
+  type TruthRun,
   toolStats,
   truthRuns,
-  type TruthRun,
 } from './views-truth.ts';
 
-// The ready-made views (schemas/duckdb/0007_views.sql) against a warehouse synced from the
+// The ready-made views (schemas/duckdb/0007_views.sql, 0008_views_by_id.sql) against a warehouse synced from the
 // simulator, each figure computed again in TypeScript from the simulator's ground truth; then the
 // same views in analytics.duckdb, over the Parquet tree, give the same answers.
 
@@ -38,23 +40,6 @@ const VIEWS = [
   'v_run_agent_config',
   'v_table_freshness',
 ];
-
-const close = (a: unknown, b: unknown) => (typeof a === 'number' && typeof b === 'number' ? Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(b)) : a === b);
-
-/** Rows as objects with numbers for BIGINT, so they compare with what the truth computed. */
-async function rows(db: SqlRunner, sql: string): Promise<Record<string, unknown>[]> {
-  return (await db.all<Record<string, unknown>>(sql)).map((r) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])));
-}
-
-function expectSame(have: Map<string, Record<string, unknown>>, want: Map<string, Record<string, unknown>>, what: string): void {
-  expect([...have.keys()].sort(), what).toEqual([...want.keys()].sort());
-  const diffs: string[] = [];
-  for (const [k, w] of want) {
-    const h = have.get(k) as Record<string, unknown>;
-    for (const [col, v] of Object.entries(w)) if (!close(h[col], v)) diffs.push(`${what} ${k} ${col}: have ${String(h[col])}, want ${String(v)}`);
-  }
-  expect(diffs).toEqual([]);
-}
 
 describe('ready-made views', () => {
   let fixture: ViewsFixture;
@@ -82,24 +67,37 @@ describe('ready-made views', () => {
   });
 
   it('v_runs_daily and v_runs_daily_resolution count runs per day by status and resolution', async () => {
-    const daily = await rows(wh, `SELECT CAST(day AS VARCHAR) AS day, status, resolution_type, runs, waiting_for_approval, avg_duration_seconds FROM v_runs_daily`);
+    const daily = await rows(
+      wh,
+      `SELECT CAST(day AS VARCHAR) AS day, status, resolution_type, runs, waiting_for_approval, avg_duration_seconds FROM v_runs_daily`,
+    );
     const key = (day: unknown, status: unknown, res: unknown) => `${String(day)} ${String(status)} ${String(res)}`;
     const want = new Map<string, Record<string, unknown>>();
     for (const [k, group] of groupBy(runs, (r) => key(r.day, r.status, r.resolution))) {
-      want.set(k, { runs: group.length, waiting_for_approval: group.filter((r) => r.waiting).length, avg_duration_seconds: group.reduce((a, r) => a + r.duration, 0) / group.length });
+      want.set(k, {
+        runs: group.length,
+        waiting_for_approval: group.filter((r) => r.waiting).length,
+        avg_duration_seconds: group.reduce((a, r) => a + r.duration, 0) / group.length,
+      });
     }
     expectSame(new Map(daily.map((r) => [key(r.day, r.status, r.resolution_type), r])), want, 'v_runs_daily');
     expect(new Set(daily.map((r) => r.status)).size).toBeGreaterThan(2);
 
     const wide = await rows(wh, `SELECT CAST(day AS VARCHAR) AS day, * EXCLUDE (day) FROM v_runs_daily_resolution`);
-    const wantWide = new Map([...groupBy(runs, (r) => r.day)].map(([day, group]) => [day, { ...resolutionCounts(group), other_resolution: 0 }]));
+    const wantWide = new Map(
+      [...groupBy(runs, (r) => r.day)].map(([day, group]) => [
+        day,
+        { ...resolutionCounts(group), other_resolution: 0 },
+      ]),
+    );
     expectSame(new Map(wide.map((r) => [r.day as string, r])), wantWide, 'v_runs_daily_resolution');
     expect(wide.map((r) => r.day)).toEqual([...wantWide.keys()].sort());
   });
 
   it('v_resolution_by_agent and v_resolution_by_category give deflection and escalation rates', async () => {
     const agents = await rows(wh, `SELECT coalesce(agent_id, '') AS k, * FROM v_resolution_by_agent`);
-    expectSame(new Map(agents.map((r) => [r.k as string, r])), byAgent(sim, runs), 'v_resolution_by_agent');
+    const seen = seenCatalog(sim, 'agent', fixture.passTimes);
+    expectSame(new Map(agents.map((r) => [r.k as string, r])), byAgent(seen, runs), 'v_resolution_by_agent');
     expect(agents.length).toBeGreaterThan(5);
     const categories = await rows(wh, `SELECT coalesce(category_id, '') AS k, * FROM v_resolution_by_category`);
     expectSame(new Map(categories.map((r) => [r.k as string, r])), byCategory(runs), 'v_resolution_by_category');
@@ -108,9 +106,10 @@ describe('ready-made views', () => {
   });
 
   it('v_tool_stats counts calls, errors and the median duration per tool, joined to the catalog', async () => {
-    const tools = await rows(wh, `SELECT * FROM v_tool_stats`);
-    const want = toolStats(sim, runs);
-    expectSame(new Map(tools.map((r) => [r.tool_name as string, r])), want, 'v_tool_stats');
+    const tools = await rows(wh, `SELECT coalesce(tool_id, tool_name || ' ' || tool_type) AS k, * FROM v_tool_stats`);
+    const labels = new Map(sim.world.toolOptions().map((o) => [o.tool_name as string, o.display_name as string]));
+    const want = toolStats(seenCatalog(sim, 'tool', fixture.passTimes), labels, runs);
+    expectSame(new Map(tools.map((r) => [r.k as string, r])), want, 'v_tool_stats');
     // The data has both: tools called that the catalog no longer lists, and errors.
     expect(tools.some((r) => !r.in_catalog && (r.calls as number) > 0)).toBe(true);
     expect(tools.reduce((a, r) => a + (r.errors as number), 0)).toBeGreaterThan(0);
@@ -120,10 +119,17 @@ describe('ready-made views', () => {
   });
 
   it('v_runs_awaiting_approval lists the runs waiting for an approval, with the pending tool', async () => {
-    const waiting = await rows(wh, `SELECT run_id, pending_tool_name, epoch_us(pending_step_at) AS at FROM v_runs_awaiting_approval`);
+    const waiting = await rows(
+      wh,
+      `SELECT run_id, pending_tool_name, epoch_us(pending_step_at) AS at FROM v_runs_awaiting_approval`,
+    );
     const want = awaitingApproval(runs);
     expect(want.size).toBeGreaterThan(0);
-    expectSame(new Map(waiting.map((r) => [r.run_id as string, { tool: r.pending_tool_name, stepAt: r.at }])), new Map([...want].map(([k, v]) => [k, { ...v }])), 'v_runs_awaiting_approval');
+    expectSame(
+      new Map(waiting.map((r) => [r.run_id as string, { tool: r.pending_tool_name, stepAt: r.at }])),
+      new Map([...want].map(([k, v]) => [k, { ...v }])),
+      'v_runs_awaiting_approval',
+    );
   });
 
   it('v_evaluation_values and v_evaluation_attributes give the distribution of evaluation values', async () => {
@@ -136,20 +142,38 @@ describe('ready-made views', () => {
   });
 
   it('v_run_agent_config joins each run to its agent as configured when the run was created', async () => {
-    const have = await rows(wh, `SELECT run_id, agent_config_match, epoch_us(agent_updated_at) AS u, agent_version_deleted AS d, agent_instructions FROM v_run_agent_config`);
+    const have = await rows(
+      wh,
+      `SELECT run_id, agent_config_match, epoch_us(agent_updated_at) AS u, agent_version_deleted AS d, agent_instructions FROM v_run_agent_config`,
+    );
     const want = runAgentConfig(runs, agentVersions(sim, fixture.passTimes));
-    expectSame(new Map(have.map((r) => [r.run_id as string, { match: r.agent_config_match, updatedAt: r.u, deleted: r.d }])), new Map([...want].map(([k, v]) => [k, { ...v }])), 'v_run_agent_config');
+    expectSame(
+      new Map(have.map((r) => [r.run_id as string, { match: r.agent_config_match, updatedAt: r.u, deleted: r.d }])),
+      new Map([...want].map(([k, v]) => [k, { ...v }])),
+      'v_run_agent_config',
+    );
     // Both kinds occur, and some runs of one agent were made under different configurations.
     const matches = new Set([...want.values()].map((v) => v.match));
     expect(matches).toEqual(new Set(['as_of_creation', 'earliest_known']));
-    const perAgent = await rows(wh, `SELECT agent_id, count(DISTINCT agent_version_hash) AS n FROM v_run_agent_config GROUP BY agent_id HAVING n > 1`);
+    const perAgent = await rows(
+      wh,
+      `SELECT agent_id, count(DISTINCT agent_version_hash) AS n FROM v_run_agent_config GROUP BY agent_id HAVING n > 1`,
+    );
     expect(perAgent.length).toBeGreaterThan(0);
     expect(have.every((r) => typeof r.agent_instructions === 'string')).toBe(true);
   });
 
   it('v_table_freshness gives each table its rows and newest change', async () => {
-    const fresh = new Map((await rows(wh, `SELECT table_name, row_count, epoch_us(newest_change_at) AS newest FROM v_table_freshness`)).map((r) => [r.table_name as string, r]));
-    expect(fresh.get('runs')).toEqual({ table_name: 'runs', row_count: runs.length, newest: Math.max(...runs.map((r) => parseTimestamp(r.detail.updated_at as string) as Micros)) });
+    const fresh = new Map(
+      (await rows(wh, `SELECT table_name, row_count, epoch_us(newest_change_at) AS newest FROM v_table_freshness`)).map(
+        (r) => [r.table_name as string, r],
+      ),
+    );
+    expect(fresh.get('runs')).toEqual({
+      table_name: 'runs',
+      row_count: runs.length,
+      newest: Math.max(...runs.map((r) => parseTimestamp(r.detail.updated_at as string) as Micros)),
+    });
     expect(fresh.get('agents')?.row_count).toBe(sim.world.catalogObjects('agent').length);
     expect(fresh.get('tools')?.row_count).toBe(sim.world.catalogObjects('tool').length);
   });
@@ -165,7 +189,15 @@ describe('ready-made views', () => {
         const a = await rows(analytics, q);
         const w = await rows(wh, q);
         expect(a.length, v).toBe(w.length);
-        const diffs = a.flatMap((row, i) => Object.entries(row).filter(([k, x]) => !close(x, (w[i] as Record<string, unknown>)[k]) && JSON.stringify(x) !== JSON.stringify((w[i] as Record<string, unknown>)[k])).map(([k]) => `${v} row ${i} ${k}`));
+        const diffs = a.flatMap((row, i) =>
+          Object.entries(row)
+            .filter(
+              ([k, x]) =>
+                !close(x, (w[i] as Record<string, unknown>)[k]) &&
+                JSON.stringify(x) !== JSON.stringify((w[i] as Record<string, unknown>)[k]),
+            )
+            .map(([k]) => `${v} row ${i} ${k}`),
+        );
         expect(diffs.slice(0, 5), v).toEqual([]);
       }
     } finally {

@@ -1,17 +1,15 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { once } from 'node:events';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { WarehouseLockedError } from '../../src/warehouse/warehouse-errors.ts';
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { DB_FILE } from '../../src/warehouse/warehouse-types.ts';
+import { spawnCli } from '../support/cli.ts';
 import { runDetail } from './run-fixture.ts';
 import { holdInAnotherProcess, releaseHolder, tempDir } from './wh-kit.ts';
-
-const CLI = fileURLToPath(new URL('../../src/cli/main.ts', import.meta.url));
 
 let tmp: ReturnType<typeof tempDir>;
 let child: ChildProcessWithoutNullStreams | null = null;
@@ -39,7 +37,8 @@ describe('a warehouse held by another process', () => {
     expect(locked.file).toBe(join(dir, DB_FILE));
     expect(locked.holderPid).toBe(child?.pid);
     expect(locked.message).toBe(
-      `the warehouse ${join(dir, DB_FILE)} is in use by process ${child?.pid} (${locked.holder}); try again when it finishes, or read analytics.duckdb beside it, which is never locked`,
+      `the warehouse ${join(dir, DB_FILE)} is in use by process ${child?.pid} (${locked.holder});` +
+        ' try again when it finishes, or read analytics.duckdb beside it, which is never locked',
     );
     await expect(openWarehouse(dir, { readOnly: true })).rejects.toBeInstanceOf(WarehouseLockedError);
   });
@@ -60,20 +59,21 @@ describe('a warehouse held by another process', () => {
 
   it('a separate runsync process (export, rebuild) prints one clear line, no stack trace, and exits 1', async () => {
     for (const command of ['export', 'rebuild']) {
-      const c = spawn(process.execPath, ['--import', 'tsx', CLI, command], {
-        stdio: 'pipe',
-        env: { ...process.env, RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'silent' },
-      });
+      const c = spawnCli([command], { RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'silent' });
       let stdout = '';
       let stderr = '';
-      c.stdout.setEncoding('utf8').on('data', (s: string) => (stdout += s));
-      c.stderr.setEncoding('utf8').on('data', (s: string) => (stderr += s));
+      c.stdout?.setEncoding('utf8').on('data', (s: string) => (stdout += s));
+      c.stderr?.setEncoding('utf8').on('data', (s: string) => (stderr += s));
       const [code] = (await once(c, 'exit')) as [number | null];
       expect(code, command).toBe(1);
       expect(stdout, command).toBe('');
       const lines = stderr.trimEnd().split('\n');
       expect(lines, command).toHaveLength(1);
-      expect(lines[0], command).toMatch(new RegExp(`^runsync: the warehouse .*${DB_FILE} is in use by process ${child?.pid}\\b.*read analytics\\.duckdb`));
+      expect(lines[0], command).toMatch(
+        new RegExp(
+          `^runsync: the warehouse .*${DB_FILE} is in use by process ${child?.pid}\\b.*read analytics\\.duckdb`,
+        ),
+      );
     }
   });
 

@@ -1,13 +1,12 @@
-import { copyFileSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { CATALOG_COLUMNS, TOOL_OPTION_COLUMNS, TOOL_PARAMETER_COLUMNS } from '../../src/warehouse/spec-catalog.ts';
-import { RUN_CHILDREN, RUN_COLUMNS } from '../../src/warehouse/spec-runs.ts';
+import { RESOURCES } from '../../src/resources/registry.ts';
+import { tablesOf } from '../../src/resources/resource-tables.ts';
 import { WarehouseSchemaError } from '../../src/warehouse/warehouse-errors.ts';
-import { defaultMigrationsDir, readMigrations } from '../../src/warehouse/warehouse-migrate.ts';
+import { defaultMigrationsDir } from '../../src/warehouse/warehouse-migrate.ts';
 import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import { tableColumns } from '../../src/warehouse/warehouse-sql.ts';
-import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
+import type { SqlRunner, Warehouse } from '../../src/warehouse/warehouse-types.ts';
 import { tempDir } from './wh-kit.ts';
 
 let tmp: ReturnType<typeof tempDir>;
@@ -16,47 +15,95 @@ beforeEach(() => {
 });
 afterEach(() => tmp.cleanup());
 
-const DUCK: Record<string, string> = {
-  text: 'VARCHAR', boolean: 'BOOLEAN', double: 'DOUBLE', bigint: 'BIGINT', timestamptz: 'TIMESTAMP WITH TIME ZONE', json: 'JSON', text_list: 'VARCHAR[]',
-};
+// The resource tables' DDL as it was written by hand before the tables were derived from the
+// resource declarations: warehouses made then have exactly these tables.
+const LEGACY = join(import.meta.dirname, 'legacy-schema');
+const LEGACY_FILES = ['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql'];
 
-async function columns(wh: Warehouse, table: string): Promise<string[]> {
-  return (await tableColumns(wh, table)).map((c) => `${c.name} ${c.type}`);
+async function shape(db: SqlRunner, table: string): Promise<string[]> {
+  const cols = await db.all<{ name: string; type: string; nullable: string }>(
+    `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM information_schema.columns
+     WHERE table_schema = 'main' AND table_name = $1 ORDER BY ordinal_position`,
+    [table],
+  );
+  const keys = await db.all<{ k: string }>(
+    `SELECT array_to_string(constraint_column_names, ',') AS k FROM duckdb_constraints()
+     WHERE table_name = $1 AND constraint_type = 'PRIMARY KEY'`,
+    [table],
+  );
+  return [
+    ...cols.map((c) => `${c.name} ${c.type}${c.nullable === 'NO' ? ' NOT NULL' : ''}`),
+    ...keys.map((k) => `PK ${k.k}`),
+  ];
+}
+
+const RESOURCE_TABLES = RESOURCES.flatMap((r) => tablesOf(r).map((t) => t.name));
+
+/** A warehouse as an older runsync made it: the hand-written DDL, then the bookkeeping files of its day. */
+function legacyMigrations(upTo: string): string {
+  const dir = join(tmp.dir, 'legacy-migrations');
+  mkdirSync(dir, { recursive: true });
+  for (const f of LEGACY_FILES) copyFileSync(join(LEGACY, f), join(dir, f));
+  for (const f of readdirSync(defaultMigrationsDir()).filter((f) => /^\d{4}_.*\.sql$/.test(f) && f.slice(0, 4) <= upTo))
+    copyFileSync(join(defaultMigrationsDir(), f), join(dir, f));
+  return dir;
 }
 
 describe('schema', () => {
-  it('applies every numbered file once, in order, and records it', async () => {
-    const files = readdirSync(defaultMigrationsDir()).filter((f) => /^\d{4}_.*\.sql$/.test(f)).sort();
-    expect(files.slice(0, 4)).toEqual(['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql', '0004_sync_bookkeeping.sql']);
+  it('creates the resource tables from their declarations and applies every numbered file once, in order', async () => {
+    const files = readdirSync(defaultMigrationsDir())
+      .filter((f) => /^\d{4}_.*\.sql$/.test(f))
+      .sort();
+    expect(files[0]).toBe('0004_sync_bookkeeping.sql');
     const wh = await openWarehouse(join(tmp.dir, 'w'));
     const rows = await wh.all<{ version: number; name: string; checksum: string; t: bigint }>(
       `SELECT version, name, checksum, epoch_us(applied_at) AS t FROM _sync_migrations ORDER BY version`,
     );
     expect(rows.map((r) => r.name)).toEqual(files);
-    expect(rows.map((r) => r.version)).toEqual(files.map((f) => Number(f.slice(0, 4))));
     expect(rows.every((r) => /^[0-9a-f]{16}$/.test(r.checksum) && r.t > 0n)).toBe(true);
+    const tables = (await wh.all<{ t: string }>(`SELECT table_name AS t FROM duckdb_tables()`)).map((r) => r.t);
+    for (const t of RESOURCE_TABLES.filter((t) => t !== 'run_tool_calls')) expect(tables, t).toContain(t);
     await wh.close();
     const again = await openWarehouse(join(tmp.dir, 'w'));
     expect(await again.all(`SELECT count(*) AS n FROM _sync_migrations`)).toEqual([{ n: BigInt(files.length) }]);
     await again.close();
   });
 
-  it('migrates an older warehouse on open and keeps its data', async () => {
-    const old = join(tmp.dir, 'old-schema');
-    mkdirSync(old);
-    copyFileSync(join(defaultMigrationsDir(), '0001_runs.sql'), join(old, '0001_runs.sql'));
+  it('derives the same tables, columns, types and keys as the hand-written DDL they replace', async () => {
+    const legacy = await openWarehouse(join(tmp.dir, 'legacy'), { migrationsDir: legacyMigrations('0007') });
+    const fresh = await openWarehouse(join(tmp.dir, 'fresh'));
+    for (const t of RESOURCE_TABLES) expect(await shape(fresh, t), t).toEqual(await shape(legacy, t));
+    await legacy.close();
+    await fresh.close();
+  });
+
+  it('opens a warehouse made by an older runsync, keeps its data and adds what it lacks', async () => {
     const dir = join(tmp.dir, 'w');
-    const first = await openWarehouse(dir, { migrationsDir: old });
+    const first = await openWarehouse(dir, { migrationsDir: legacyMigrations('0007') });
     await first.run(`INSERT INTO run_tool_options VALUES ('x', 'X', 3, now())`);
-    expect((await first.all(`SELECT table_name FROM duckdb_tables() WHERE table_name = 'tools'`)).length).toBe(0);
     await first.close();
 
     const wh = await openWarehouse(dir);
-    const all = (await readMigrations(defaultMigrationsDir())).map((m) => m.version);
-    expect(all.slice(0, 4)).toEqual([1, 2, 3, 4]);
-    expect((await wh.all<{ version: number }>(`SELECT version FROM _sync_migrations ORDER BY version`)).map((r) => r.version)).toEqual(all);
-    expect(await wh.all(`SELECT tool_name, run_count FROM run_tool_options`)).toEqual([{ tool_name: 'x', run_count: 3n }]);
-    expect(await columns(wh, 'tools_history')).toContain('valid_to TIMESTAMP WITH TIME ZONE');
+    const names = (await wh.all<{ name: string }>(`SELECT name FROM _sync_migrations ORDER BY version`)).map(
+      (r) => r.name,
+    );
+    expect(names.slice(0, 3)).toEqual(LEGACY_FILES);
+    expect(names).toContain('0009_schema_changes.sql');
+    expect(await wh.all(`SELECT tool_name, run_count FROM run_tool_options`)).toEqual([
+      { tool_name: 'x', run_count: 3n },
+    ]);
+    expect(await wh.all(`SELECT count(*) AS n FROM _sync_schema_changes`)).toEqual([{ n: 0n }]);
+    await wh.close();
+  });
+
+  it('adds a column declared since a warehouse was made, on its next open', async () => {
+    const dir = join(tmp.dir, 'w');
+    const first = await openWarehouse(dir);
+    await first.run(`ALTER TABLE runs DROP COLUMN trigger_latest_comment`);
+    await first.run(`DELETE FROM _sync_state WHERE key = 'schema.declared'`);
+    await first.close();
+    const wh = await openWarehouse(dir);
+    expect((await shape(wh, 'runs')).some((c) => c.startsWith('trigger_latest_comment '))).toBe(true);
     await wh.close();
   });
 
@@ -64,47 +111,32 @@ describe('schema', () => {
     const dir = join(tmp.dir, 'w');
     const newer = join(tmp.dir, 'newer');
     mkdirSync(newer);
-    for (const f of ['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql', '0004_sync_bookkeeping.sql']) copyFileSync(join(defaultMigrationsDir(), f), join(newer, f));
+    copyFileSync(join(defaultMigrationsDir(), '0004_sync_bookkeeping.sql'), join(newer, '0004_sync_bookkeeping.sql'));
     writeFileSync(join(newer, '9999_future.sql'), 'CREATE TABLE future_thing (x INTEGER);');
     await (await openWarehouse(dir, { migrationsDir: newer })).close();
-    await expect(openWarehouse(dir)).rejects.toThrow(/schema migration 9999_future\.sql, which this runsync does not know/);
+    await expect(openWarehouse(dir)).rejects.toThrow(
+      /schema migration 9999_future\.sql, which this runsync does not know/,
+    );
 
     const olderDir = join(tmp.dir, 'w2');
-    const only1 = join(tmp.dir, 'only1');
-    mkdirSync(only1);
-    copyFileSync(join(defaultMigrationsDir(), '0001_runs.sql'), join(only1, '0001_runs.sql'));
-    await (await openWarehouse(olderDir, { migrationsDir: only1 })).close();
+    await (await openWarehouse(olderDir, { migrationsDir: legacyMigrations('0004') })).close();
     await expect(openWarehouse(olderDir, { readOnly: true })).rejects.toThrow(WarehouseSchemaError);
-    await expect(openWarehouse(olderDir, { readOnly: true })).rejects.toThrow(/needs schema migrations \(0002_catalog\.sql/);
-  });
-
-  it('has exactly the columns the flattening specs describe, with their types', async () => {
-    const wh = await openWarehouse(join(tmp.dir, 'w'));
-    const expectCols = async (table: string, specCols: { name: string; kind: string }[], before: string[] = [], after: string[] = []) => {
-      const got = await columns(wh, table);
-      expect(got, table).toEqual([...before, ...specCols.map((c) => `${c.name} ${DUCK[c.kind]}`), ...after]);
-    };
-    await expectCols('runs', [...RUN_COLUMNS], [], ['created_date DATE', 'fetched_at TIMESTAMP WITH TIME ZONE', 'payload_hash VARCHAR']);
-    for (const c of RUN_CHILDREN) await expectCols(c.table, [...c.columns], ['run_id VARCHAR'], ['created_date DATE']);
-    expect(await columns(wh, 'run_tool_calls')).toEqual(await columns(wh, 'run_steps'));
-    await expectCols('run_tool_options', [...TOOL_OPTION_COLUMNS], [], ['fetched_at TIMESTAMP WITH TIME ZONE']);
-    for (const [table, cols] of Object.entries(CATALOG_COLUMNS)) {
-      await expectCols(table, [...cols]);
-      await expectCols(`${table}_history`, [...cols], [], ['content_hash VARCHAR', 'valid_from TIMESTAMP WITH TIME ZONE', 'valid_to TIMESTAMP WITH TIME ZONE', 'is_deleted BOOLEAN']);
-    }
-    const params = TOOL_PARAMETER_COLUMNS.filter((c) => c.name !== 'name');
-    await expectCols('tool_parameters', [...params], ['tool_id VARCHAR', 'name VARCHAR', 'ordinal BIGINT']);
-    await expectCols('tool_parameters_history', [...params], ['tool_id VARCHAR', 'name VARCHAR', 'ordinal BIGINT'], ['valid_from TIMESTAMP WITH TIME ZONE', 'valid_to TIMESTAMP WITH TIME ZONE', 'is_deleted BOOLEAN']);
-    await wh.close();
+    await expect(openWarehouse(olderDir, { readOnly: true })).rejects.toThrow(
+      /needs schema migrations \(0005_sync_engine\.sql/,
+    );
+    expect(readFileSync(join(LEGACY, '0001_runs.sql'), 'utf8')).toContain('CREATE TABLE runs');
   });
 
   it('uses no reserved word as a column name and no ENUM type anywhere', async () => {
-    const wh = await openWarehouse(join(tmp.dir, 'w'));
+    const wh: Warehouse = await openWarehouse(join(tmp.dir, 'w'));
     const reserved = await wh.all(`SELECT table_name, column_name FROM information_schema.columns c
-      JOIN duckdb_keywords() k ON lower(c.column_name) = k.keyword_name AND k.keyword_category = 'reserved' WHERE table_schema = 'main'`);
+      JOIN duckdb_keywords() k ON lower(c.column_name) = k.keyword_name AND k.keyword_category = 'reserved'
+      WHERE table_schema = 'main'`);
     expect(reserved).toEqual([]);
-    expect(await wh.all(`SELECT table_name, column_name FROM information_schema.columns WHERE data_type LIKE 'ENUM%'`)).toEqual([]);
-    expect((await columns(wh, 'run_steps')).some((c) => c.startsWith('ordinal '))).toBe(true);
+    expect(
+      await wh.all(`SELECT table_name, column_name FROM information_schema.columns WHERE data_type LIKE 'ENUM%'`),
+    ).toEqual([]);
+    expect((await shape(wh, 'run_steps')).some((c) => c.startsWith('ordinal '))).toBe(true);
     await wh.close();
   });
 });

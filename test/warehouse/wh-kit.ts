@@ -1,4 +1,4 @@
-import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { type ChildProcessWithoutNullStreams, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { SimClock } from '../../src/simulator/sim-clock.ts';
 import { SimWorld } from '../../src/simulator/sim-world.ts';
-import { parseTimestamp, type Micros } from '../../src/util/timestamp.ts';
+import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 import type { SqlRunner } from '../../src/warehouse/warehouse-types.ts';
 
 // Shared by the warehouse, archive and export tests: temp directories, simulator data, and a
@@ -29,9 +29,23 @@ export function simDetails(seed: number, size: number, days = 10): Record<string
 }
 
 export const DATA_TABLES = [
-  'runs', 'run_messages', 'run_steps', 'run_evaluations', 'run_tool_options',
-  'tools', 'tool_parameters', 'agents', 'guidelines', 'guardrails', 'runbooks',
-  'tools_history', 'tool_parameters_history', 'agents_history', 'guidelines_history', 'guardrails_history', 'runbooks_history',
+  'runs',
+  'run_messages',
+  'run_steps',
+  'run_evaluations',
+  'run_tool_options',
+  'tools',
+  'tool_parameters',
+  'agents',
+  'guidelines',
+  'guardrails',
+  'runbooks',
+  'tools_history',
+  'tool_parameters_history',
+  'agents_history',
+  'guidelines_history',
+  'guardrails_history',
+  'runbooks_history',
 ] as const;
 
 /**
@@ -39,12 +53,19 @@ export const DATA_TABLES = [
  * else through DuckDB's own VARCHAR cast, so two warehouses compare exactly.
  */
 export async function dumpTable(db: SqlRunner, table: string, except: readonly string[] = []): Promise<string[]> {
-  const cols = (await db.all<{ name: string; type: string }>(
-    `SELECT column_name AS name, data_type AS type FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
-    [table],
-  )).filter((c) => !except.includes(c.name));
-  const exprs = cols.map((c) => (c.type.startsWith('TIMESTAMP') ? `epoch_us("${c.name}")::VARCHAR` : `"${c.name}"::VARCHAR`));
-  const rows = await db.all<{ r: string }>(`SELECT to_json(list_value(${exprs.join(', ')}))::VARCHAR AS r FROM "${table}"`);
+  const cols = (
+    await db.all<{ name: string; type: string }>(
+      `SELECT column_name AS name, data_type AS type FROM information_schema.columns
+       WHERE table_name = $1 ORDER BY ordinal_position`,
+      [table],
+    )
+  ).filter((c) => !except.includes(c.name));
+  const exprs = cols.map((c) =>
+    c.type.startsWith('TIMESTAMP') ? `epoch_us("${c.name}")::VARCHAR` : `"${c.name}"::VARCHAR`,
+  );
+  const rows = await db.all<{ r: string }>(
+    `SELECT to_json(list_value(${exprs.join(', ')}))::VARCHAR AS r FROM "${table}"`,
+  );
   return rows.map((r) => r.r).sort();
 }
 
@@ -54,7 +75,11 @@ export async function dumpAll(db: SqlRunner, except: readonly string[] = []): Pr
   return out;
 }
 
-export async function count(db: SqlRunner, sql: string, params?: readonly (string | number | bigint | boolean | null)[]): Promise<number> {
+export async function count(
+  db: SqlRunner,
+  sql: string,
+  params?: readonly (string | number | bigint | boolean | null)[],
+): Promise<number> {
   const rows = await db.all<Record<string, bigint | number>>(sql, params);
   return Number(Object.values(rows[0] ?? {})[0] ?? 0);
 }

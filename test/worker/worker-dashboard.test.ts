@@ -4,7 +4,7 @@ import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { spawnCli, waitForLine } from '../support/cli.ts';
 import { startSim, tempDir } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, stopWorker, uniquePrefix, workerEnv, type RunningWorker } from './worker-kit.ts';
+import { cleanRedis, eventually, type RunningWorker, stopWorker, uniquePrefix, workerEnv } from './worker-kit.ts';
 
 // `runsync worker --dashboard PORT`: Bull Board for the queues and Prometheus metrics for the
 // passes, requests, queue depths and the lag behind the API.
@@ -29,7 +29,11 @@ describe('runsync worker --dashboard', () => {
     let out = '';
     child.stdout?.on('data', (d) => (out += d));
     child.stderr?.on('data', (d) => (out += d));
-    worker = { child, output: () => out, exited: new Promise((r) => child.once('exit', (code, signal) => r({ code, signal }))) };
+    worker = {
+      child,
+      output: () => out,
+      exited: new Promise((r) => child.once('exit', (code, signal) => r({ code, signal }))),
+    };
     const line = await waitForLine(child, /^dashboard http:\/\/127\.0\.0\.1:\d+\//, 60_000);
     const base = (/^dashboard (http:\/\/127\.0\.0\.1:\d+)\//.exec(line) as RegExpExecArray)[1] as string;
 

@@ -7,7 +7,17 @@ import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 import { diffFacts, startSim, tempDir, truth } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, freePort, spawnWorker, startRedisServer as startRedis, stopWorker, uniquePrefix, workerEnv, type RunningWorker } from './worker-kit.ts';
+import {
+  cleanRedis,
+  eventually,
+  freePort,
+  type RunningWorker,
+  spawnWorker,
+  startRedisServer as startRedis,
+  stopWorker,
+  uniquePrefix,
+  workerEnv,
+} from './worker-kit.ts';
 
 // What a worker must live through: Redis restarting in the middle of a pass, and an analyst
 // holding runsync.duckdb open for a minute.
@@ -35,24 +45,47 @@ describe('a worker through faults', () => {
     cleanup.push(() => rmSync(redisDir, { recursive: true, force: true }));
     cleanup.push(() => void redis.kill('SIGKILL'));
     redisUrl = `redis://127.0.0.1:${port}`;
-    sim = await startSim({ seed: 72, size: 600, days: 10, now: systemMicros() - MICROS_PER_HOUR, runs: { postSettleFraction: 0 }, rateLimit: { perKey: { limit: 60, windowSeconds: 1 } } });
+    sim = await startSim({
+      seed: 72,
+      size: 600,
+      days: 10,
+      now: systemMicros() - MICROS_PER_HOUR,
+      runs: { postSettleFraction: 0 },
+      rateLimit: { perKey: { limit: 60, windowSeconds: 1 } },
+    });
     tmp = tempDir();
     prefix = uniquePrefix();
     const s = sim;
     const dir = tmp.dir;
     workers.push(spawnWorker(workerEnv(s, dir, prefix, { REDIS_URL: redisUrl })));
-    await eventually(async () => s.counters.count('runs.get') >= 150, 120_000, () => `${s.counters.count('runs.get')} details fetched`);
+    await eventually(
+      async () => s.counters.count('runs.get') >= 150,
+      120_000,
+      () => `${s.counters.count('runs.get')} details fetched`,
+    );
     // A restart as an operator does one: Redis saves its append-only file and comes back with it.
     redis.kill('SIGTERM');
     await new Promise((r) => redis.once('exit', r));
     await new Promise((r) => setTimeout(r, 3000));
     redis = await startRedis(port, redisDir);
     const want = truth(s, s.clock.now());
-    await eventually(async () => (await diffFacts(want, dir)).length === 0, 180_000, async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`);
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      180_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`,
+    );
   });
 
-  it('a reader holding runsync.duckdb for a minute delays loading, status names it, nothing is lost', { timeout: 300_000 }, async () => {
-    sim = await startSim({ seed: 73, size: 600, days: 10, now: systemMicros() - MICROS_PER_HOUR, runs: { postSettleFraction: 0 } });
+  it('a reader holding runsync.duckdb for a minute delays loading, status names it, nothing is lost', {
+    timeout: 300_000,
+  }, async () => {
+    sim = await startSim({
+      seed: 73,
+      size: 600,
+      days: 10,
+      now: systemMicros() - MICROS_PER_HOUR,
+      runs: { postSettleFraction: 0 },
+    });
     tmp = tempDir();
     prefix = uniquePrefix();
     const s = sim;
@@ -60,7 +93,11 @@ describe('a worker through faults', () => {
     const env = workerEnv(s, dir, prefix);
     workers.push(spawnWorker(env));
     let want = truth(s, s.clock.now());
-    await eventually(async () => (await diffFacts(want, dir)).length === 0, 120_000, async () => `${(await diffFacts(want, dir)).length} runs differ`);
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      120_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ`,
+    );
 
     // An analyst opens the file and keeps it open; meanwhile runs arrive and change.
     const reader = await openWarehouse(dir, { readOnly: true, lockWaitMs: 60_000 });
@@ -68,7 +105,8 @@ describe('a worker through faults', () => {
     want = truth(s, s.clock.now());
     const heldFrom = Date.now();
     await eventually(
-      async () => (await runCli(['status'], { ...env, LOG_LEVEL: 'silent' })).stdout.includes(`held by process ${process.pid}`),
+      async () =>
+        (await runCli(['status'], { ...env, LOG_LEVEL: 'silent' })).stdout.includes(`held by process ${process.pid}`),
       60_000,
       async () => (await runCli(['status'], env)).stdout,
     );
@@ -77,7 +115,11 @@ describe('a worker through faults', () => {
     expect((await diffFacts(want, dir)).length).toBeGreaterThan(0);
     await reader.close();
 
-    await eventually(async () => (await diffFacts(want, dir)).length === 0, 120_000, async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`);
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      120_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`,
+    );
     expect(workers[0]?.child.exitCode).toBeNull();
   });
 });

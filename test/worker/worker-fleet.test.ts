@@ -2,7 +2,17 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { diffCatalog, diffFacts, tempDir, truth } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, spawnWorker, startSimProcess, stopWorker, uniquePrefix, workerEnv, type RunningWorker, type SimProcess } from './worker-kit.ts';
+import {
+  cleanRedis,
+  eventually,
+  type RunningWorker,
+  type SimProcess,
+  spawnWorker,
+  startSimProcess,
+  stopWorker,
+  uniquePrefix,
+  workerEnv,
+} from './worker-kit.ts';
 
 // Two worker processes on one Redis: scheduled passes sync the simulator into one warehouse, one
 // writer at a time, under one rate budget; a worker killed with SIGKILL mid-pass and restarted
@@ -22,9 +32,18 @@ describe('runsync worker, two processes', () => {
     await cleanRedis(prefix);
   });
 
-  it('sync the simulator exactly, within the key budget in every second, and survive a SIGKILL mid-pass', { timeout: 480_000 }, async () => {
+  it('sync the simulator exactly, within the key budget in every second, and survive a SIGKILL mid-pass', {
+    timeout: 480_000,
+  }, async () => {
     // The simulator runs in a process of its own, so this test's work cannot crowd its seconds.
-    sim = await startSimProcess({ seed: 71, size: 700, days: 10, now: systemMicros() - MICROS_PER_HOUR, limit: LIMIT, postSettle: 0 });
+    sim = await startSimProcess({
+      seed: 71,
+      size: 700,
+      days: 10,
+      now: systemMicros() - MICROS_PER_HOUR,
+      limit: LIMIT,
+      postSettle: 0,
+    });
     tmp = tempDir();
     prefix = uniquePrefix();
     const env = workerEnv(sim, tmp.dir, prefix);
@@ -34,7 +53,11 @@ describe('runsync worker, two processes', () => {
 
     // Kill one worker once the first pass is well under way, then start another in its place.
     const details = async () => (await s.counters()).byStatus['200'] ?? 0;
-    await eventually(async () => (await details()) >= 200, 120_000, async () => `${await details()} answered`);
+    await eventually(
+      async () => (await details()) >= 200,
+      120_000,
+      async () => `${await details()} answered`,
+    );
     const victim = workers.shift() as RunningWorker;
     victim.child.kill('SIGKILL');
     expect((await victim.exited).signal).toBe('SIGKILL');
@@ -44,12 +67,17 @@ describe('runsync worker, two processes', () => {
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0 && (await diffCatalog(s, dir)).length === 0,
       240_000,
-      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
+      async () =>
+        `${(await diffFacts(want, dir)).length} runs differ; ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
     );
     // The clock moves: runs arrive and settle, and the next passes follow.
     await s.advance('20m');
     want = truth(s, s.clock.now());
-    await eventually(async () => (await diffFacts(want, dir)).length === 0, 120_000, async () => `${(await diffFacts(want, dir)).length} runs differ`);
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      120_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ`,
+    );
     expect(await diffFacts(want, dir, { quick: false })).toEqual([]);
 
     const c = await s.counters();

@@ -6,7 +6,16 @@ import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../../src/util
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 import { diffFacts, startSim, tempDir, truth } from '../sync/sync-kit.ts';
-import { cleanRedis, eventually, REDIS_URL, spawnWorker, stopWorker, uniquePrefix, workerEnv, type RunningWorker } from './worker-kit.ts';
+import {
+  cleanRedis,
+  eventually,
+  REDIS_URL,
+  type RunningWorker,
+  spawnWorker,
+  stopWorker,
+  uniquePrefix,
+  workerEnv,
+} from './worker-kit.ts';
 
 // The worker as operators meet it: schedules made once however many workers start, queued
 // backfills as flows with progress, bad payloads failing for good, and SIGTERM handing work back.
@@ -23,21 +32,35 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     await cleanRedis(prefix);
   });
 
-  it('workers starting together make one schedule; a queued backfill runs as a flow, once', { timeout: 300_000 }, async () => {
+  it('workers starting together make one schedule; a queued backfill runs as a flow, once', {
+    timeout: 300_000,
+  }, async () => {
     const now = systemMicros() - MICROS_PER_HOUR;
     sim = await startSim({ seed: 74, size: 800, days: 8, now });
     tmp = tempDir();
     prefix = uniquePrefix();
     const s = sim;
-    const env = workerEnv(s, tmp.dir, prefix, { RUNSYNC_SCHEDULE_RUNS: '0 0 1 1 *', RUNSYNC_SCHEDULE_CATALOG: '0 0 1 1 *' });
+    const env = workerEnv(s, tmp.dir, prefix, {
+      RUNSYNC_SCHEDULE_RUNS: '0 0 1 1 *',
+      RUNSYNC_SCHEDULE_CATALOG: '0 0 1 1 *',
+      // No pass at all: the backfill alone must leave the live watermark where it was.
+      RUNSYNC_PASS_AT_START: 'off',
+    });
     workers.push(spawnWorker(env), spawnWorker(env), spawnWorker(env));
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
     const queue = new Queue('write', { connection: redis, prefix });
     try {
-      await eventually(async () => (await queue.getJobSchedulers()).length === 2, 60_000, async () => JSON.stringify(await queue.getJobSchedulers()));
+      await eventually(
+        async () => (await queue.getJobSchedulers()).length === 2,
+        60_000,
+        async () => JSON.stringify(await queue.getJobSchedulers()),
+      );
       await new Promise((r) => setTimeout(r, 2000));
       const schedulers = await queue.getJobSchedulers();
-      expect(schedulers.map((x) => `${x.key} ${x.pattern} ${x.tz}`).sort()).toEqual(['catalog-snapshot 0 0 1 1 * UTC', 'runs-pass 0 0 1 1 * UTC']);
+      expect(schedulers.map((x) => `${x.key} ${x.pattern} ${x.tz}`).sort()).toEqual([
+        'catalog-snapshot 0 0 1 1 * UTC',
+        'runs-pass 0 0 1 1 * UTC',
+      ]);
 
       const from = formatTimestamp(now - 5 * MICROS_PER_DAY);
       const to = formatTimestamp(now - 2 * MICROS_PER_DAY);
@@ -57,13 +80,19 @@ describe('runsync worker: schedules, flows, shutdown', () => {
       const [n] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
       const watermark = await wh.all(`SELECT * FROM _sync_state WHERE key = 'runs.watermark'`);
       await wh.close();
-      const expected = [...s.world.truthRunDetails()].filter((d) => d.created_at as string >= from && (d.created_at as string) < to && d.status === 'completed').length;
+      const expected = [...s.world.truthRunDetails()].filter(
+        (d) => (d.created_at as string) >= from && (d.created_at as string) < to && d.status === 'completed',
+      ).length;
       expect(Number(n?.n)).toBe(expected);
       expect(watermark).toEqual([]);
 
       // A payload that is not what the job expects fails for good, without retries.
       const bad = await queue.add('runs-pass', { reconcile: 'yes' }, { attempts: 5 });
-      await eventually(async () => (await bad.getState()) === 'failed', 60_000, () => 'the bad job did not fail');
+      await eventually(
+        async () => (await bad.getState()) === 'failed',
+        60_000,
+        () => 'the bad job did not fail',
+      );
       const failed = await queue.getJob(bad.id as string);
       expect(failed?.failedReason).toMatch(/reconcile must be true or false/);
       expect(failed?.attemptsMade).toBe(1);
@@ -73,8 +102,16 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     }
   });
 
-  it('SIGTERM hands the pass back within the grace period, and the next worker finishes it', { timeout: 300_000 }, async () => {
-    sim = await startSim({ seed: 75, size: 700, days: 10, now: systemMicros() - MICROS_PER_HOUR, rateLimit: { perKey: { limit: 60, windowSeconds: 1 } } });
+  it('SIGTERM hands the pass back within the grace period, and the next worker finishes it', {
+    timeout: 300_000,
+  }, async () => {
+    sim = await startSim({
+      seed: 75,
+      size: 700,
+      days: 10,
+      now: systemMicros() - MICROS_PER_HOUR,
+      rateLimit: { perKey: { limit: 60, windowSeconds: 1 } },
+    });
     tmp = tempDir();
     prefix = uniquePrefix();
     const s = sim;
@@ -82,7 +119,11 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     const env = workerEnv(s, dir, prefix, { RUNSYNC_SHUTDOWN_GRACE: '10s' });
     const w = spawnWorker(env);
     workers.push(w);
-    await eventually(async () => s.counters.count('runs.get') >= 150, 120_000, () => `${s.counters.count('runs.get')} details`);
+    await eventually(
+      async () => s.counters.count('runs.get') >= 150,
+      120_000,
+      () => `${s.counters.count('runs.get')} details`,
+    );
     const t0 = Date.now();
     w.child.kill('SIGTERM');
     const exit = await w.exited;
@@ -92,6 +133,10 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     expect(w.output()).toMatch(/worker stopped/);
     workers.push(spawnWorker(env));
     const want = truth(s, s.clock.now());
-    await eventually(async () => (await diffFacts(want, dir)).length === 0, 180_000, async () => `${(await diffFacts(want, dir)).length} runs differ`);
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      180_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ`,
+    );
   });
 });

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
@@ -7,7 +7,7 @@ import type { Simulator } from '../../src/simulator/index.ts';
 import { SimClock } from '../../src/simulator/sim-clock.ts';
 import { DEFAULT_RUN_OPTIONS } from '../../src/simulator/sim-runs.ts';
 import { SimWorld } from '../../src/simulator/sim-world.ts';
-import { formatTimestamp, parseDuration, type Micros } from '../../src/util/timestamp.ts';
+import { formatTimestamp, type Micros, parseDuration } from '../../src/util/timestamp.ts';
 import { collect, spawnCli, waitForLine } from '../support/cli.ts';
 
 // Worker processes as an operator runs them (`runsync worker`), each test on its own queue prefix
@@ -19,7 +19,12 @@ export function uniquePrefix(): string {
   return `rstest-${randomBytes(5).toString('hex')}`;
 }
 
-export function workerEnv(sim: Pick<Simulator, 'url' | 'key'>, dir: string, prefix: string, extra: Record<string, string> = {}): Record<string, string> {
+export function workerEnv(
+  sim: Pick<Simulator, 'url' | 'key'>,
+  dir: string,
+  prefix: string,
+  extra: Record<string, string> = {},
+): Record<string, string> {
   return {
     RUNSYNC_API_URL: sim.url,
     RUNSYNC_API_KEY: sim.key,
@@ -78,7 +83,11 @@ export async function cleanRedis(prefix: string, url = REDIS_URL): Promise<void>
 }
 
 /** Polls `check` until it returns true, or fails after `timeoutMs` with what `describe` says. */
-export async function eventually(check: () => Promise<boolean>, timeoutMs: number, describe: () => Promise<string> | string): Promise<void> {
+export async function eventually(
+  check: () => Promise<boolean>,
+  timeoutMs: number,
+  describe: () => Promise<string> | string,
+): Promise<void> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     if (await check().catch(() => false)) return;
@@ -103,27 +112,66 @@ export interface SimProcess {
   close(): Promise<void>;
 }
 
-export async function startSimProcess(o: { seed: number; size: number; days: number; now: Micros; limit: number; postSettle: number }): Promise<SimProcess> {
+export async function startSimProcess(o: {
+  seed: number;
+  size: number;
+  days: number;
+  now: Micros;
+  limit: number;
+  postSettle: number;
+}): Promise<SimProcess> {
   const key = `svc_live_${randomBytes(12).toString('hex')}`;
   const child = spawnCli([
-    'simulate', '--port', '0', '--seed', String(o.seed), '--size', String(o.size), '--days', String(o.days),
-    '--now', formatTimestamp(o.now), '--clock', 'manual', '--key', key, '--rate-limit', String(o.limit), '--post-settle', String(o.postSettle),
+    'simulate',
+    '--port',
+    '0',
+    '--seed',
+    String(o.seed),
+    '--size',
+    String(o.size),
+    '--days',
+    String(o.days),
+    '--now',
+    formatTimestamp(o.now),
+    '--clock',
+    'manual',
+    '--key',
+    key,
+    '--rate-limit',
+    String(o.limit),
+    '--post-settle',
+    String(o.postSettle),
   ]);
   const line = await waitForLine(child, /^simulator listening on http:\/\/\S+/, 60_000);
   const url = (/listening on (http:\/\/\S+)/.exec(line) as RegExpExecArray)[1] as string;
   const clock = new SimClock(o.now);
-  const world = new SimWorld({ seed: o.seed, size: o.size, days: o.days, initialNow: o.now, runs: { ...DEFAULT_RUN_OPTIONS, postSettleFraction: o.postSettle } }, clock);
-  const admin = (path: string, init?: RequestInit) => fetch(`${url}${path}`, init).then((r) => r.json() as Promise<unknown>);
+  const world = new SimWorld(
+    {
+      seed: o.seed,
+      size: o.size,
+      days: o.days,
+      initialNow: o.now,
+      runs: { ...DEFAULT_RUN_OPTIONS, postSettleFraction: o.postSettle },
+    },
+    clock,
+  );
+  const admin = (path: string, init?: RequestInit) =>
+    fetch(`${url}${path}`, init).then((r) => r.json() as Promise<unknown>);
   return {
     url,
     key,
     world,
     clock,
     async advance(by) {
-      await admin('/_sim/clock', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ advance: by }) });
+      await admin('/_sim/clock', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ advance: by }),
+      });
       clock.advance(parseDuration(by) as Micros);
     },
-    counters: () => admin('/_sim/counters') as Promise<{ total: number; byStatus: Record<string, number>; busiestSecond: number }>,
+    counters: () =>
+      admin('/_sim/counters') as Promise<{ total: number; byStatus: Record<string, number>; busiestSecond: number }>,
     close: async () => {
       child.kill('SIGTERM');
       await new Promise((r) => (child.exitCode !== null ? r(null) : child.once('exit', r)));
@@ -148,13 +196,27 @@ export function freePort(): Promise<number> {
  * killed and started again with its data; resolves once it answers PING.
  */
 export async function startRedisServer(port: number, dir: string): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir], { stdio: 'ignore' });
-  const probe = new Redis({ port, host: '127.0.0.1', lazyConnect: true, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'yes', '--dir', dir],
+    { stdio: 'ignore' },
+  );
+  const probe = new Redis({
+    port,
+    host: '127.0.0.1',
+    lazyConnect: true,
+    maxRetriesPerRequest: 0,
+    retryStrategy: () => null,
+  });
   probe.on('error', () => undefined);
-  await eventually(async () => {
-    await probe.connect().catch(() => undefined);
-    return (await probe.ping().catch(() => '')) === 'PONG';
-  }, 20_000, () => `redis-server on ${port} did not answer`);
+  await eventually(
+    async () => {
+      await probe.connect().catch(() => undefined);
+      return (await probe.ping().catch(() => '')) === 'PONG';
+    },
+    20_000,
+    () => `redis-server on ${port} did not answer`,
+  );
   probe.disconnect();
   return child;
 }

@@ -1,13 +1,13 @@
-import { Command } from 'commander';
 import { SingleBar } from 'cli-progress';
+import { Command } from 'commander';
 import { FilterError, type RunListFilter } from '../../api/index.ts';
-import { BackfillError, checkBackfill, runBackfill, type BackfillSpec } from '../../sync/sync-backfill.ts';
-import { formatTimestamp, parseDuration, parseTimestamp, type Micros } from '../../util/timestamp.ts';
-import { EXIT_FAILED, EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
 import { loadConfig } from '../../config/index.ts';
+import { BackfillError, type BackfillSpec, checkBackfill, runBackfill } from '../../sync/sync-backfill.ts';
+import { formatTimestamp, type Micros, parseDuration, parseTimestamp } from '../../util/timestamp.ts';
 import { backfillProgress, enqueueBackfill } from '../../worker/backfill-flow.ts';
 import { openQueueClient } from '../../worker/worker-client.ts';
 import { workerSettings } from '../../worker/worker-config.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../cli-context.ts';
 import { withEngine } from './engine-context.ts';
 
 // `runsync backfill --from T --to T [filters] [--force]`: replays a created-time range in this
@@ -34,7 +34,8 @@ interface BackfillFlags {
 
 function when(flag: string, text: string): Micros {
   const t = parseTimestamp(/^\d{4}-\d{2}-\d{2}$/.test(text) ? `${text}T00:00:00Z` : text);
-  if (t === null) throw new UsageError(`${flag} must be an ISO date-time such as 2026-01-01T00:00:00Z, or a date; got "${text}"`);
+  if (t === null)
+    throw new UsageError(`${flag} must be an ISO date-time such as 2026-01-01T00:00:00Z, or a date; got "${text}"`);
   return t;
 }
 
@@ -68,8 +69,15 @@ export function backfillSpec(o: BackfillFlags): BackfillSpec {
     filter.metadata = meta;
   }
   const slice = parseDuration(o.slice);
-  if (slice === null || slice <= 0) throw new UsageError(`--slice must be a duration such as 1d or 6h; got "${o.slice}"`);
-  const spec: BackfillSpec = { from: when('--from', o.from), to: when('--to', o.to), filter, force: o.force === true, sliceMicros: slice };
+  if (slice === null || slice <= 0)
+    throw new UsageError(`--slice must be a duration such as 1d or 6h; got "${o.slice}"`);
+  const spec: BackfillSpec = {
+    from: when('--from', o.from),
+    to: when('--to', o.to),
+    filter,
+    force: o.force === true,
+    sliceMicros: slice,
+  };
   try {
     checkBackfill(spec);
   } catch (e) {
@@ -104,23 +112,27 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
       setExit(EXIT_OK);
       return;
     }
-    await withEngine(ctx, async ({ engine }) => {
-      const bar = ctx.isTty ? new SingleBar({ format: 'backfill [{bar}] {value}/{total} slices | {listed} listed, {fetched} fetched | {eta_formatted} left', hideCursor: true }) : null;
+    await withEngine(ctx, async ({ withProgress }) => {
       try {
-        const r = await runBackfill(engine.deps, spec, {
-          onProgress: (state, n) => {
-            if (!bar) return;
-            if (!bar.isActive) bar.start(n, 0, { listed: 0, fetched: 0 });
-            bar.update(Math.min(state.position.slice, n), { listed: state.listed, fetched: state.fetched });
-          },
-        });
-        bar?.stop();
-        ctx.out(`backfill ${r.key} ${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}: ${r.status}${r.resumed ? ' (resumed)' : ''} in ${(r.durationMs / 1000).toFixed(1)} s`);
-        ctx.out(`  ${r.slices} slice(s): listed ${r.runs.listed}, ${r.runs.new} new, ${r.runs.changed} changed, ${r.runs.unchanged} unchanged; ${r.runs.fetched} details loaded`);
-        ctx.out(`  requests ${r.requests.requests} (${r.requests.rateLimited} answered 429, ${r.requests.retries} retried); ${r.exportedDates} Parquet partition(s) rewritten`);
+        const r = await withProgress('backfill', (deps, tracker) =>
+          runBackfill(deps, spec, { onProgress: (state, n) => tracker.setSlices(state.position.slice, n) }),
+        );
+        const range = `${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}`;
+        const took = `${(r.durationMs / 1000).toFixed(1)} s`;
+        ctx.out(`backfill ${r.key} ${range}: ${r.status}${r.resumed ? ' (resumed)' : ''} in ${took}`);
+        const { listed, changed, unchanged, fetched } = r.runs;
+        ctx.out(
+          `  ${r.slices} slice(s): listed ${listed}, ${r.runs.new} new, ${changed} changed, ${unchanged} unchanged; ` +
+            `${fetched} details loaded`,
+        );
+        const { requests, rateLimited, retries } = r.requests;
+        const dates = r.export?.dates.length ?? 0;
+        ctx.out(
+          `  requests ${requests} (${rateLimited} answered 429, ${retries} retried); ` +
+            `${dates} Parquet partition(s) rewritten`,
+        );
         setExit(EXIT_OK);
       } catch (e) {
-        bar?.stop();
         if (!(e instanceof BackfillError)) throw e;
         ctx.err(`runsync: backfill ${e.backfill.key} stopped: ${e.message}`);
         ctx.err(`  ${e.backfill.runs.fetched} details loaded before it stopped; run the same command to resume`);
@@ -132,7 +144,7 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
 
 async function enqueue(ctx: CliContext, spec: BackfillSpec, wait: boolean): Promise<void> {
   const config = loadConfig(ctx.env);
-  if (config.redisUrl === null) throw new UsageError('backfill --enqueue needs REDIS_URL (the workers\' Redis)');
+  if (config.redisUrl === null) throw new UsageError("backfill --enqueue needs REDIS_URL (the workers' Redis)");
   const settings = workerSettings(ctx.env, config.warehouseDir);
   const client = openQueueClient(config.redisUrl, settings.prefix);
   try {
@@ -143,7 +155,9 @@ async function enqueue(ctx: CliContext, spec: BackfillSpec, wait: boolean): Prom
         : `queued backfill ${q.key}: ${q.slices} slice(s) of ${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}; \`runsync status\` shows its progress`,
     );
     if (!wait) return;
-    const bar = ctx.isTty ? new SingleBar({ format: 'backfill [{bar}] {value}/{total} slices', hideCursor: true }) : null;
+    const bar = ctx.isTty
+      ? new SingleBar({ format: 'backfill [{bar}] {value}/{total} slices', hideCursor: true })
+      : null;
     for (;;) {
       const p = await backfillProgress(client.write, q.key);
       if (!p) throw new Error(`backfill ${q.key} is no longer in the queue`);

@@ -2,15 +2,17 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Command } from 'commander';
-import { configuredLogger, loadConfig } from '../../config/index.ts';
+import { configuredLogger, loadConfig, prepareWarehouseDir, shareGroup } from '../../config/index.ts';
 import { startSimulator } from '../../simulator/index.ts';
-import { createEngine, runPass, type PassResult } from '../../sync/index.ts';
+import { createEngine, type PassResult, runPass } from '../../sync/index.ts';
+import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import { STATUS_TABLES } from '../../sync/sync-status.ts';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND } from '../../util/timestamp.ts';
-import { getState, setState, systemMicros, withWarehouse, type Warehouse } from '../../warehouse/index.ts';
+import { getState, setState, systemMicros, type Warehouse, withWarehouse } from '../../warehouse/index.ts';
 import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/warehouse-types.ts';
-import { EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_OK, UsageError } from '../cli-context.ts';
 import { formatTable } from '../table-format.ts';
+import { terminalFor } from './engine-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync demo`: the bundled simulator, a full pass into ./warehouse, an hour later an incremental
@@ -51,11 +53,17 @@ FROM runs GROUP BY 1 ORDER BY runs DESC LIMIT 5`,
 /** Clears a warehouse directory a previous demo filled; refuses one that holds anything else. */
 async function clearPreviousDemo(dir: string): Promise<void> {
   if (!existsSync(join(dir, DB_FILE))) return;
-  const isDemo = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000 }, async (wh) => (await getState(wh, DEMO_KEY)) !== undefined).catch((e: unknown) => {
+  const isDemo = await withWarehouse(
+    dir,
+    { readOnly: true, lockWaitMs: 5_000 },
+    async (wh) => (await getState(wh, DEMO_KEY)) !== undefined,
+  ).catch((e: unknown) => {
     throw new UsageError(`cannot use ${dir} for the demo: ${(e as Error).message}`);
   });
   if (!isDemo) {
-    throw new UsageError(`${join(dir, DB_FILE)} holds a warehouse that is not a demo's; set RUNSYNC_WAREHOUSE_DIR to another directory to run the demo`);
+    throw new UsageError(
+      `${join(dir, DB_FILE)} holds a warehouse that is not a demo's; set RUNSYNC_WAREHOUSE_DIR to another directory to run the demo`,
+    );
   }
   for (const name of [DB_FILE, `${DB_FILE}.wal`, ANALYTICS_FILE, `${ANALYTICS_FILE}.wal`, 'raw', 'parquet']) {
     await rm(join(dir, name), { recursive: true, force: true });
@@ -84,12 +92,23 @@ async function summary(wh: Warehouse): Promise<string[]> {
 
 export function demoCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('demo')
-    .description('start the bundled simulator, sync it into ./warehouse (RUNSYNC_WAREHOUSE_DIR), print what landed and example queries')
+    .description(
+      'start the bundled simulator, sync it into ./warehouse (RUNSYNC_WAREHOUSE_DIR), print what landed and example queries',
+    )
     .action(async () => {
       const dir = warehouseDirFrom(ctx.env);
+      prepareWarehouseDir(dir, shareGroup(ctx.env));
       await clearPreviousDemo(dir);
       const now = Math.floor(systemMicros() / MICROS_PER_SECOND) * MICROS_PER_SECOND;
-      const sim = await startSimulator({ port: 0, seed: SEED, size: SIZE, days: DAYS, now, clock: 'manual', rateLimit: { perKey: null } });
+      const sim = await startSimulator({
+        port: 0,
+        seed: SEED,
+        size: SIZE,
+        days: DAYS,
+        now,
+        clock: 'manual',
+        rateLimit: { perKey: null },
+      });
       try {
         ctx.out(`simulator: ${SIZE} runs over ${DAYS} days at ${sim.url} (seed ${SEED}); warehouse: ${dir}`);
         const config = loadConfig({
@@ -98,11 +117,23 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
           RUNSYNC_WAREHOUSE_DIR: dir,
           RUNSYNC_START_DATE: formatTimestamp(now - DAYS * MICROS_PER_DAY),
           LOG_LEVEL: ctx.env.LOG_LEVEL ?? 'warn',
+          RUNSYNC_PROGRESS_EVERY: ctx.env.RUNSYNC_PROGRESS_EVERY,
+          RUNSYNC_SHARE_GROUP: ctx.env.RUNSYNC_SHARE_GROUP,
         });
-        const logger = configuredLogger(config, { pretty: ctx.isTty });
+        const terminal = terminalFor(ctx);
+        const logger = configuredLogger(config, {
+          pretty: ctx.isTty,
+          ...(terminal ? { destination: terminal.logSink } : {}),
+        });
         const engine = createEngine(config, { logger, signal: ctx.signal, now: () => sim.clock.now() });
         try {
-          const first = await runPass(engine.deps);
+          const tracker = new ProgressTracker('demo');
+          const stopLog = logProgress(tracker, logger, config.progressEveryMs);
+          const stopBar = terminal?.show(tracker);
+          const first = await runPass(tracker.track(engine.deps)).finally(() => {
+            stopBar?.();
+            stopLog();
+          });
           ctx.out(passLine('first pass ', first));
           await engine.deps.gate.use((wh) => setState(wh, DEMO_KEY, { seed: SEED, size: SIZE }, sim.clock.now()));
           sim.advance('1h');
@@ -114,7 +145,9 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         for (const l of await withWarehouse(dir, { readOnly: true }, summary)) ctx.out(l);
         const rel = relative(process.cwd(), dir) || '.';
         ctx.out('');
-        ctx.out(`Open it:   duckdb ${join(rel, DB_FILE)}   (or ${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs)`);
+        ctx.out(
+          `Open it:   duckdb ${join(rel, DB_FILE)}   (or ${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs)`,
+        );
         ctx.out(`Status:    RUNSYNC_WAREHOUSE_DIR=${rel} npx runsync status`);
         setExit(EXIT_OK);
       } finally {

@@ -1,24 +1,54 @@
-import { configuredLogger, loadConfig, type RunsyncConfig } from '../../config/index.ts';
-import { createEngine, type Engine, type EngineOptions } from '../../sync/index.ts';
+import { configuredLogger, loadConfig, prepareWarehouseDir, type RunsyncConfig } from '../../config/index.ts';
+import { createEngine, type Engine, type EngineOptions, type SyncDeps } from '../../sync/index.ts';
+import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import type { Logger } from '../../util/logger.ts';
 import type { CliContext } from '../cli-context.ts';
+import { TerminalProgress } from '../progress-bar.ts';
 
 // What the commands that talk to the API share: the configuration read once (a bad setting stops
-// here, exit 2), a logger that never writes the key, and an engine closed when the command ends.
+// here, exit 2), a logger that never writes the key, an engine closed when the command ends, and
+// progress for long work: a bar on a terminal, a line in the logs every RUNSYNC_PROGRESS_EVERY.
 
 export interface EngineRun {
   config: RunsyncConfig;
   logger: Logger;
   engine: Engine;
+  /** The engine's dependencies counting into a tracker shown while `fn` runs. */
+  withProgress<T>(what: string, fn: (deps: SyncDeps, tracker: ProgressTracker) => Promise<T>): Promise<T>;
 }
 
-export async function withEngine<T>(ctx: CliContext, fn: (run: EngineRun) => Promise<T>, options: Partial<EngineOptions> = {}): Promise<T> {
+export async function withEngine<T>(
+  ctx: CliContext,
+  fn: (run: EngineRun) => Promise<T>,
+  options: Partial<EngineOptions> = {},
+): Promise<T> {
   const config = loadConfig(ctx.env);
-  const logger = configuredLogger(config, { pretty: ctx.isTty });
+  prepareWarehouseDir(config.warehouseDir, config.share);
+  const terminal = terminalFor(ctx);
+  const logger = configuredLogger(config, {
+    pretty: ctx.isTty,
+    ...(terminal ? { destination: terminal.logSink } : {}),
+  });
   const engine = createEngine(config, { logger, signal: ctx.signal, ...options });
+  const withProgress: EngineRun['withProgress'] = async (what, run) => {
+    const tracker = new ProgressTracker(what);
+    const stopLog = logProgress(tracker, logger, config.progressEveryMs);
+    const stopBar = terminal?.show(tracker);
+    try {
+      return await run(tracker.track(engine.deps), tracker);
+    } finally {
+      stopBar?.();
+      stopLog();
+    }
+  };
   try {
-    return await fn({ config, logger, engine });
+    return await fn({ config, logger, engine, withProgress });
   } finally {
     await engine.close();
   }
+}
+
+/** A progress bar when a person watches: stdout and stderr both a terminal. */
+export function terminalFor(ctx: CliContext): TerminalProgress | null {
+  return ctx.isTty && process.stderr.isTTY ? new TerminalProgress(process.stderr) : null;
 }

@@ -1,11 +1,13 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import { prepareWarehouseDir, progressEvery, shareGroup } from '../../config/index.ts';
 import { exportParquet } from '../../export/export-parquet.ts';
+import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
 import { withWarehouse } from '../../warehouse/warehouse-open.ts';
 import { DB_FILE } from '../../warehouse/warehouse-types.ts';
-import { EXIT_OK, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_OK } from '../cli-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 export function exportCommand(ctx: CliContext, setExit: (code: number) => void): Command {
@@ -14,10 +16,18 @@ export function exportCommand(ctx: CliContext, setExit: (code: number) => void):
     .option('--full', 'rewrite every partition')
     .action(async (o: { full?: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
-      if (!existsSync(join(dir, DB_FILE))) throw new Error(`there is no warehouse at ${join(dir, DB_FILE)} (RUNSYNC_WAREHOUSE_DIR); run a sync first`);
+      if (!existsSync(join(dir, DB_FILE)))
+        throw new Error(`there is no warehouse at ${join(dir, DB_FILE)} (RUNSYNC_WAREHOUSE_DIR); run a sync first`);
+      const share = shareGroup(ctx.env);
+      prepareWarehouseDir(dir, share);
       const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty });
-      const r = await withWarehouse(dir, { logger }, (wh) => exportParquet(wh, { full: o.full === true }));
-      ctx.out(`exported ${r.dates.length} created_date partition(s) and ${r.tables.length} table(s): ${r.written.length} file(s) written, ${r.removed.length} removed, in ${(r.durationMs / 1000).toFixed(1)} s`);
+      const stop = sayStillWorking('export', ctx.err, progressEvery(ctx.env));
+      const r = await withWarehouse(dir, { logger, share }, (wh) =>
+        exportParquet(wh, { full: o.full === true }),
+      ).finally(stop);
+      ctx.out(
+        `exported ${r.dates.length} created_date partition(s) and ${r.tables.length} table(s): ${r.written.length} file(s) written, ${r.removed.length} removed, in ${(r.durationMs / 1000).toFixed(1)} s`,
+      );
       ctx.out(`views for readers: ${r.analyticsFile}`);
       setExit(EXIT_OK);
     });

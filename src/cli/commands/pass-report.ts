@@ -14,18 +14,33 @@ export function passLines(r: PassResult): string[] {
   }
   if (r.kind !== 'snapshot') {
     const c = r.runs;
-    lines.push(`  runs          listed ${c.listed} in ${c.pages} page(s): ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged`);
-    lines.push(`  details       ${c.fetched} loaded (${c.inserted} inserted, ${c.updated} updated, ${c.stale} older than stored), ${c.childRows} child rows`);
-    if (c.pending || c.rejected) lines.push(`  kept aside    ${c.pending} detail(s) to fetch again, ${c.rejected} record(s) refused (see _sync_rejected)`);
-    lines.push(`  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : ''}`);
+    lines.push(
+      `  runs          listed ${c.listed} in ${c.pages} page(s): ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged`,
+    );
+    lines.push(
+      `  details       ${c.fetched} loaded (${c.inserted} inserted, ${c.updated} updated, ${c.stale} older than stored), ${c.childRows} child rows`,
+    );
+    if (c.pending || c.rejected)
+      lines.push(
+        `  kept aside    ${c.pending} detail(s) to fetch again, ${c.rejected} record(s) refused (see _sync_rejected)`,
+      );
+    lines.push(
+      `  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : ''}`,
+    );
   }
   if (r.catalog) {
-    const parts = Object.entries(r.catalog.tables).map(([t, c]) => `${t} ${c.received}${c.added || c.changed || c.deleted ? ` (+${c.added} ~${c.changed} -${c.deleted})` : ''}`);
+    const parts = Object.entries(r.catalog.tables).map(
+      ([t, c]) =>
+        `${t} ${c.received}${c.added || c.changed || c.deleted ? ` (+${c.added} ~${c.changed} -${c.deleted})` : ''}`,
+    );
     if (parts.length) lines.push(`  catalog       ${parts.join(', ')}`);
   }
   const q = r.requests;
   lines.push(`  requests      ${q.requests} (${q.rateLimited} answered 429, ${q.retries} retried)`);
-  if (r.export) lines.push(`  parquet       ${r.export.dates.length} partition(s) and ${r.export.tables.length} table(s) rewritten`);
+  if (r.export)
+    lines.push(
+      `  parquet       ${r.export.dates.length} partition(s) and ${r.export.tables.length} table(s) rewritten`,
+    );
   for (const e of r.errors) lines.push(`  problem       ${e}`);
   return lines;
 }

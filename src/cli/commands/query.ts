@@ -1,10 +1,18 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import {
+  cellForJson,
+  cellForTable,
+  cellText,
+  csvField,
+  QueryError,
+  type QueryStream,
+  streamQuery,
+} from '../../report/query-stream.ts';
 import { openReadSource, type ReadSource } from '../../report/read-source.ts';
-import { cellForJson, cellForTable, cellText, csvField, QueryError, streamQuery, type QueryStream } from '../../report/query-stream.ts';
 import { DB_FILE, WarehouseLockedError } from '../../warehouse/index.ts';
-import { EXIT_FAILED, EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../cli-context.ts';
 import { formatTable } from '../table-format.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
@@ -33,7 +41,10 @@ export function queryCommand(ctx: CliContext, setExit: (code: number) => void): 
     .description('run SQL against the warehouse (read-only) and print the result')
     .argument('<sql>', 'the SQL; - reads it from stdin')
     .addOption(new Option('--format <format>', 'table, csv or json').choices(['table', 'csv', 'json']).default('table'))
-    .option('--analytics', 'read analytics.duckdb (views over the Parquet tree, never locked) instead of runsync.duckdb')
+    .option(
+      '--analytics',
+      'read analytics.duckdb (views over the Parquet tree, never locked) instead of runsync.duckdb',
+    )
     .option('--max-rows <n>', 'table format: rows to print at most (0: all)', count('--max-rows'), 1000)
     .option('--max-width <n>', 'table format: characters per cell at most (0: no limit)', count('--max-width'), 60)
     .option('--wait <seconds>', 'how long to wait while a writer holds runsync.duckdb', count('--wait'), 5)
@@ -46,7 +57,9 @@ export function queryCommand(ctx: CliContext, setExit: (code: number) => void): 
       if (!sql.trim()) throw new UsageError('the SQL is empty');
       const dir = warehouseDirFrom(ctx.env);
       if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
-        ctx.err(`runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
+        ctx.err(
+          `runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`,
+        );
         setExit(EXIT_FAILED);
         return;
       }
@@ -84,17 +97,23 @@ async function printTable(ctx: CliContext, s: QueryStream, o: QueryOptions): Pro
         more = true;
         break;
       }
-      rows.push(Object.fromEntries(s.columns.map((c, i) => [c, cellForTable(row[i] ?? null, s.kinds[i] ?? 'text', o.maxWidth)])));
+      rows.push(
+        Object.fromEntries(
+          s.columns.map((c, i) => [c, cellForTable(row[i] ?? null, s.kinds[i] ?? 'text', o.maxWidth)]),
+        ),
+      );
     }
     if (more) break;
   }
   for (const line of formatTable(rows, s.columns)) ctx.out(line);
-  if (more) ctx.err(`(the first ${o.maxRows} rows; --max-rows 0 prints all, --format csv or json gives every row in full)`);
+  if (more)
+    ctx.err(`(the first ${o.maxRows} rows; --max-rows 0 prints all, --format csv or json gives every row in full)`);
 }
 
 async function printCsv(ctx: CliContext, s: QueryStream): Promise<void> {
   if (s.columns.length) ctx.out(s.columns.map(csvField).join(','));
-  for await (const chunk of s.chunks) for (const row of chunk.rows) ctx.out(row.map((v) => csvField(cellText(v))).join(','));
+  for await (const chunk of s.chunks)
+    for (const row of chunk.rows) ctx.out(row.map((v) => csvField(cellText(v))).join(','));
 }
 
 async function printJson(ctx: CliContext, s: QueryStream): Promise<void> {
@@ -105,7 +124,11 @@ async function printJson(ctx: CliContext, s: QueryStream): Promise<void> {
     const nested = s.kinds.includes('nested') ? chunk.json() : null;
     chunk.rows.forEach((row, r) => {
       if (held !== null) ctx.out(`${held},`);
-      held = JSON.stringify(Object.fromEntries(s.columns.map((c, i) => [c, cellForJson(row[i] ?? null, s.kinds[i] ?? 'text', nested?.[r]?.[i] ?? null)])));
+      held = JSON.stringify(
+        Object.fromEntries(
+          s.columns.map((c, i) => [c, cellForJson(row[i] ?? null, s.kinds[i] ?? 'text', nested?.[r]?.[i] ?? null)]),
+        ),
+      );
     });
   }
   if (held !== null) ctx.out(held);

@@ -1,13 +1,15 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { listArchiveFiles, ARCHIVE_ENDPOINTS, rawDir } from '../../archive/archive-paths.ts';
-import { rebuildInPlace } from '../../archive/rebuild.ts';
+import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/archive-paths.ts';
+import { prepareWarehouseDir, progressEvery, shareGroup } from '../../config/index.ts';
 import { exportParquet } from '../../export/export-parquet.ts';
+import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
+import { rebuildInPlace } from '../../warehouse/rebuild.ts';
 import { withWarehouse } from '../../warehouse/warehouse-open.ts';
 import { DB_FILE } from '../../warehouse/warehouse-types.ts';
-import { EXIT_OK, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_OK } from '../cli-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void): Command {
@@ -16,16 +18,26 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
     .option('--no-export', 'do not rewrite the Parquet tree afterwards')
     .action(async (o: { export: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
+      const share = shareGroup(ctx.env);
+      prepareWarehouseDir(dir, share);
       let files = 0;
       for (const e of ARCHIVE_ENDPOINTS) files += (await listArchiveFiles(dir, e)).length;
       if (files === 0 && existsSync(join(dir, DB_FILE))) {
-        throw new Error(`the raw archive ${rawDir(dir)} is empty; rebuilding would empty the warehouse, so nothing was done`);
+        throw new Error(
+          `the raw archive ${rawDir(dir)} is empty; rebuilding would empty the warehouse, so nothing was done`,
+        );
       }
       const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty });
-      const r = await rebuildInPlace(dir, { logger });
-      ctx.out(`rebuilt ${r.file} from ${files} archive file(s): ${r.runs} runs, ${r.childRows} child rows, ${r.catalogListings} catalog listing(s), ${r.toolOptionLists} tool-option list(s), ${r.rejected} payload(s) still refused, in ${(r.durationMs / 1000).toFixed(1)} s`);
+      const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
+      const r = await rebuildInPlace(dir, { logger }).finally(stop);
+      ctx.out(
+        `rebuilt ${r.file} from ${files} archive file(s): ${r.runs} runs, ${r.childRows} child rows, ${r.catalogListings} catalog listing(s), ${r.toolOptionLists} tool-option list(s), ${r.rejected} payload(s) still refused, in ${(r.durationMs / 1000).toFixed(1)} s`,
+      );
+      if (r.newColumns.length) {
+        ctx.out(`filled for all history from the raw archive, new since the last load: ${r.newColumns.join(', ')}`);
+      }
       if (o.export) {
-        const e = await withWarehouse(dir, { logger }, (wh) => exportParquet(wh, { full: true }));
+        const e = await withWarehouse(dir, { logger, share }, (wh) => exportParquet(wh, { full: true }));
         ctx.out(`rewrote the Parquet tree: ${e.written.length} file(s) in ${(e.durationMs / 1000).toFixed(1)} s`);
       }
       setExit(EXIT_OK);

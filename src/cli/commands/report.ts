@@ -2,11 +2,13 @@ import { existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
+import { shareGroup } from '../../config/index.ts';
+import { openReadSource, type ReadSource } from '../../report/read-source.ts';
 import { readReportData } from '../../report/report-data.ts';
 import { renderReport } from '../../report/report-html.ts';
-import { openReadSource, type ReadSource } from '../../report/read-source.ts';
+import { shareFile } from '../../util/file-share.ts';
 import { DB_FILE, systemMicros, WarehouseLockedError } from '../../warehouse/index.ts';
-import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync report`: one self-contained HTML page (inline SVG charts, nothing fetched) of the
@@ -18,12 +20,19 @@ export function reportCommand(ctx: CliContext, setExit: (code: number) => void):
     .description('write an HTML page with charts: runs per day by resolution, tool error rates, agents, freshness')
     .option('--out <file>', 'where to write it (default: report.html in the warehouse directory)')
     .option('--analytics', 'read analytics.duckdb (views over the Parquet tree) instead of runsync.duckdb')
-    .option('--wait <seconds>', 'how long to wait for a writer holding runsync.duckdb before reading analytics.duckdb', seconds, 5)
+    .option(
+      '--wait <seconds>',
+      'how long to wait for a writer holding runsync.duckdb before reading analytics.duckdb',
+      seconds,
+      5,
+    )
     .action(async (o: { out?: string; analytics?: boolean; wait: number }) => {
       const dir = warehouseDirFrom(ctx.env);
       const out = resolve(o.out ?? join(dir, 'report.html'));
       if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
-        ctx.err(`runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
+        ctx.err(
+          `runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`,
+        );
         setExit(EXIT_FAILED);
         return;
       }
@@ -38,6 +47,8 @@ export function reportCommand(ctx: CliContext, setExit: (code: number) => void):
       const tmp = join(dirname(out), `.${process.pid}.report.tmp`);
       try {
         await writeFile(tmp, html);
+        // Beside the Parquet tree, the report is for the same readers.
+        if (dirname(out) === dir) await shareFile(tmp, shareGroup(ctx.env));
         await rename(tmp, out);
       } finally {
         await rm(tmp, { force: true });

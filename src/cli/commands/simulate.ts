@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { startSimulator } from '../../simulator/index.ts';
 import type { FaultConfig } from '../../simulator/sim-faults.ts';
-import { EXIT_OK, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_OK } from '../cli-context.ts';
 
 const FAULT_NAMES: Record<string, keyof FaultConfig> = {
   '5xx': 'serverErrorRate',
@@ -14,12 +14,17 @@ const FAULT_NAMES: Record<string, keyof FaultConfig> = {
 
 export function parseFaults(text: string): Partial<FaultConfig> {
   const out: Partial<Record<keyof FaultConfig, number>> = {};
-  for (const part of text.split(',').map((s) => s.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean)) {
     const [name, value] = part.split('=');
     const key = FAULT_NAMES[name ?? ''];
     const rate = Number(value);
     if (!key || value === undefined || !Number.isFinite(rate) || rate < 0 || rate > 1) {
-      throw new InvalidArgumentError(`expected name=rate pairs with names ${Object.keys(FAULT_NAMES).join(', ')} and rates from 0 to 1; got "${part}"`);
+      throw new InvalidArgumentError(
+        `expected name=rate pairs with names ${Object.keys(FAULT_NAMES).join(', ')} and rates from 0 to 1; got "${part}"`,
+      );
     }
     out[key] = rate;
   }
@@ -54,49 +59,71 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--seed <n>', 'data seed: the same seed and size give the same data', int(0), 42)
     .option('--size <n>', 'runs created during the --days before the clock starts', int(0), 10_000)
     .option('--days <n>', 'days of history', positive, 30)
-    .option('--now <date-time>', 'the clock\'s start (default: now for a wall clock, the current hour for a manual one)')
+    .option('--now <date-time>', "the clock's start (default: now for a wall clock, the current hour for a manual one)")
     .option('--clock <mode>', 'wall (follows real time) or manual (moves only through /_sim/clock)', 'wall')
     .option('--speed <x>', 'wall clock: simulated seconds per real second', positive, 1)
     .option('--key <key>', 'accept this API key (svc_live_…); default: a new key, printed once')
     .option('--rate-limit <n>', 'requests per window per key (0: no limit)', int(0), 50)
     .option('--rate-window <seconds>', 'rate-limit window in seconds', int(1), 1)
-    .option('--faults <list>', 'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01', parseFaults)
+    .option(
+      '--faults <list>',
+      'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01',
+      parseFaults,
+    )
     .option('--fault-seed <n>', 'seed of the fault generator', int(0), 1)
     .option('--cursor-ttl <seconds>', 'cursors older than this are refused', int(1), 3600)
     .option('--post-settle <share>', 'share of settled runs that change once more later (0 to 1)', share, 0.05)
     .option('--no-admin', 'do not serve the /_sim control endpoints')
-    .action(async (o: {
-      port: number; host: string; seed: number; size: number; days: number; now?: string; clock: string;
-      speed: number; key?: string; rateLimit: number; rateWindow: number; faults?: Partial<FaultConfig>;
-      faultSeed: number; cursorTtl: number; admin: boolean; postSettle: number;
-    }) => {
-      if (o.clock !== 'wall' && o.clock !== 'manual') throw new InvalidArgumentError('--clock must be wall or manual');
-      const sim = await startSimulator({
-        port: o.port,
-        host: o.host,
-        seed: o.seed,
-        size: o.size,
-        days: o.days,
-        // A wall clock starts at the real time, so a client cutting windows by its own clock sees
-        // the runs it expects; a manual clock starts at the hour, for repeatable data.
-        ...(o.now ? { now: o.now } : o.clock === 'wall' ? { now: Date.now() * 1000 } : {}),
-        clock: o.clock,
-        speed: o.speed,
-        keys: [o.key ? { key: o.key } : {}],
-        rateLimit: { perKey: o.rateLimit > 0 ? { limit: o.rateLimit, windowSeconds: o.rateWindow } : null },
-        faults: { ...o.faults, seed: o.faultSeed },
-        cursorTtlMs: o.cursorTtl * 1000,
-        runs: { postSettleFraction: o.postSettle },
-        admin: o.admin,
-      });
-      ctx.out(`simulator listening on ${sim.url} (seed ${o.seed}, ${o.size} runs over ${o.days} days, ${o.clock} clock)`);
-      ctx.out(`export RUNSYNC_API_URL=${sim.url}`);
-      if (!o.key) ctx.out(`export RUNSYNC_API_KEY=${sim.key}   # shown once; pass --key to choose it`);
-      await new Promise<void>((resolve) => {
-        if (ctx.signal.aborted) resolve();
-        ctx.signal.addEventListener('abort', () => resolve(), { once: true });
-      });
-      await sim.close();
-      setExit(EXIT_OK);
-    });
+    .action(
+      async (o: {
+        port: number;
+        host: string;
+        seed: number;
+        size: number;
+        days: number;
+        now?: string;
+        clock: string;
+        speed: number;
+        key?: string;
+        rateLimit: number;
+        rateWindow: number;
+        faults?: Partial<FaultConfig>;
+        faultSeed: number;
+        cursorTtl: number;
+        admin: boolean;
+        postSettle: number;
+      }) => {
+        if (o.clock !== 'wall' && o.clock !== 'manual')
+          throw new InvalidArgumentError('--clock must be wall or manual');
+        const sim = await startSimulator({
+          port: o.port,
+          host: o.host,
+          seed: o.seed,
+          size: o.size,
+          days: o.days,
+          // A wall clock starts at the real time, so a client cutting windows by its own clock sees
+          // the runs it expects; a manual clock starts at the hour, for repeatable data.
+          ...(o.now ? { now: o.now } : o.clock === 'wall' ? { now: Date.now() * 1000 } : {}),
+          clock: o.clock,
+          speed: o.speed,
+          keys: [o.key ? { key: o.key } : {}],
+          rateLimit: { perKey: o.rateLimit > 0 ? { limit: o.rateLimit, windowSeconds: o.rateWindow } : null },
+          faults: { ...o.faults, seed: o.faultSeed },
+          cursorTtlMs: o.cursorTtl * 1000,
+          runs: { postSettleFraction: o.postSettle },
+          admin: o.admin,
+        });
+        ctx.out(
+          `simulator listening on ${sim.url} (seed ${o.seed}, ${o.size} runs over ${o.days} days, ${o.clock} clock)`,
+        );
+        ctx.out(`export RUNSYNC_API_URL=${sim.url}`);
+        if (!o.key) ctx.out(`export RUNSYNC_API_KEY=${sim.key}   # shown once; pass --key to choose it`);
+        await new Promise<void>((resolve) => {
+          if (ctx.signal.aborted) resolve();
+          ctx.signal.addEventListener('abort', () => resolve(), { once: true });
+        });
+        await sim.close();
+        setExit(EXIT_OK);
+      },
+    );
 }

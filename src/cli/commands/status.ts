@@ -1,14 +1,14 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { readStatus, type PassSummary, type StatusReport } from '../../sync/sync-status.ts';
+import { type PassSummary, readStatus, type StatusReport } from '../../sync/sync-status.ts';
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
-import { systemMicros, withWarehouse, WarehouseLockedError } from '../../warehouse/index.ts';
+import { systemMicros, WarehouseLockedError, withWarehouse } from '../../warehouse/index.ts';
 import { DB_FILE } from '../../warehouse/warehouse-types.ts';
 import { listBackfills } from '../../worker/backfill-flow.ts';
 import { openQueueClient, queueReport } from '../../worker/worker-client.ts';
 import { workerSettings } from '../../worker/worker-config.ts';
-import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
@@ -21,7 +21,9 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
     .action(async (o: { json?: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
       const file = join(dir, DB_FILE);
-      const queues = await queueLines(ctx.env, dir).catch((e: unknown) => [`queues        cannot read them from REDIS_URL: ${(e as Error).message}`]);
+      const queues = await queueLines(ctx.env, dir).catch((e: unknown) => [
+        `queues        cannot read them from REDIS_URL: ${(e as Error).message}`,
+      ]);
       if (!existsSync(file)) {
         for (const l of queues) ctx.out(l);
         ctx.err(`runsync: there is no warehouse at ${file} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
@@ -34,22 +36,54 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
         ctx.out(`warehouse     ${file}`);
-        ctx.out(`              in use by ${e.holderPid !== null ? `process ${e.holderPid}${e.holder ? ` (${e.holder})` : ''}` : 'another process'} for longer than 5 s;`);
-        ctx.out(`              a load waiting on it keeps its work and retries. ${join(dir, 'analytics.duckdb')} can be read meanwhile.`);
+        ctx.out(
+          `              in use by ${e.holderPid !== null ? `process ${e.holderPid}${e.holder ? ` (${e.holder})` : ''}` : 'another process'} for longer than 5 s;`,
+        );
+        ctx.out(
+          `              a load waiting on it keeps its work and retries. ${join(dir, 'analytics.duckdb')} can be read meanwhile.`,
+        );
         for (const l of queues) ctx.out(l);
         setExit(EXIT_FAILED);
         return;
       }
-      if (o.json) ctx.out(JSON.stringify({ warehouse: file, ...report }, null, 2));
+      if (o.json) ctx.out(JSON.stringify(jsonReport(file, report), null, 2));
       else for (const l of [...statusLines(file, report, systemMicros()), ...queues]) ctx.out(l);
       setExit(EXIT_OK);
     });
 }
 
+/** The report for scripts, its times as ISO 8601 strings with microseconds, as the API writes them. */
+export function jsonReport(file: string, r: StatusReport): Record<string, unknown> {
+  const t = (v: Micros | null) => (v === null ? null : formatTimestamp(v));
+  const times = (o: Record<string, Micros | null>) => Object.fromEntries(Object.entries(o).map(([k, v]) => [k, t(v)]));
+  const pass = (p: PassSummary | null) => p && { ...p, startedAt: t(p.startedAt), finishedAt: t(p.finishedAt) };
+  return {
+    warehouse: file,
+    ...r,
+    watermark: t(r.watermark),
+    lastPass: pass(r.lastPass),
+    lastFailure: pass(r.lastFailure),
+    openRuns: { ...r.openRuns, oldestCreatedAt: t(r.openRuns.oldestCreatedAt) },
+    pending: { ...r.pending, oldestFailedAt: t(r.pending.oldestFailedAt) },
+    walks: r.walks.map((w) => ({ ...w, from: t(w.from), to: t(w.to), updatedAt: t(w.updatedAt) })),
+    freshness: times(r.freshness),
+    tableFreshness: times(r.tableFreshness),
+  };
+}
+
 function ago(at: Micros | null, now: Micros): string {
   if (at === null) return 'never';
   const s = Math.round((now - at) / 1e6);
-  const rel = s < 0 ? 'ahead of this clock' : s < 120 ? `${s} s ago` : s < 7200 ? `${Math.round(s / 60)} min ago` : s < 172_800 ? `${Math.round(s / 3600)} h ago` : `${Math.round(s / 86_400)} days ago`;
+  const rel =
+    s < 0
+      ? 'ahead of this clock'
+      : s < 120
+        ? `${s} s ago`
+        : s < 7200
+          ? `${Math.round(s / 60)} min ago`
+          : s < 172_800
+            ? `${Math.round(s / 3600)} h ago`
+            : `${Math.round(s / 86_400)} days ago`;
   return `${formatTimestamp(at)} (${rel})`;
 }
 
@@ -63,26 +97,50 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   const lines = [`warehouse     ${file} (${(size / 1e6).toFixed(1)} MB)`];
   lines.push(`watermark     ${ago(r.watermark, now)}`);
   lines.push(`last pass     ${r.lastPass ? passLine(r.lastPass, now) : 'none yet'}`);
-  if (r.lastPass?.status === 'running') lines.push('              (running now, or stopped without finishing: the next pass resumes its work)');
+  if (r.lastPass?.status === 'running')
+    lines.push('              (running now, or stopped without finishing: the next pass resumes its work)');
   if (r.lastFailure) {
     lines.push(`last failure  ${passLine(r.lastFailure, now)}`);
     for (const e of r.lastFailure.errors) lines.push(`              ${e}`);
   }
-  const reasons = Object.entries(r.openRuns.byReason).map(([k, v]) => `${k} ${v}`).join(', ');
-  lines.push(`open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${r.openRuns.oldestCreatedAt !== null ? `, oldest created ${ago(r.openRuns.oldestCreatedAt, now)}` : ''}`);
-  if (r.pending.total) lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`);
+  const reasons = Object.entries(r.openRuns.byReason)
+    .map(([k, v]) => `${k} ${v}`)
+    .join(', ');
+  lines.push(
+    `open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${r.openRuns.oldestCreatedAt !== null ? `, oldest created ${ago(r.openRuns.oldestCreatedAt, now)}` : ''}`,
+  );
+  if (r.pending.total)
+    lines.push(
+      `stuck         ${r.pending.total} run detail(s) to fetch again, failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`,
+    );
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
   for (const w of r.walks) {
     if (w.key === 'runs.live' && w.done) continue;
-    const what = w.key === 'runs.live' ? 'live window' : w.key === 'runs.reconcile' ? 'reconciliation' : `backfill ${w.key.slice('backfill.'.length)}`;
-    lines.push(`${w.done ? 'done' : 'in progress'}${' '.repeat(w.done ? 10 : 3)}${what} ${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}: slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched, updated ${ago(w.updatedAt, now)}`);
+    const what =
+      w.key === 'runs.live'
+        ? 'live window'
+        : w.key === 'runs.reconcile'
+          ? 'reconciliation'
+          : `backfill ${w.key.slice('backfill.'.length)}`;
+    lines.push(
+      `${w.done ? 'done' : 'in progress'}${' '.repeat(w.done ? 10 : 3)}${what} ${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}: slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched, updated ${ago(w.updatedAt, now)}`,
+    );
   }
-  lines.push(`freshness     newest run change ${ago(r.freshness.newestRunUpdatedAt, now)}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}`);
-  for (const [t, at] of Object.entries(r.tableFreshness)) lines.push(`  ${t.padEnd(18)}up to date as of ${ago(at, now)}`);
+  lines.push(
+    `freshness     newest run change ${ago(r.freshness.newestRunUpdatedAt, now)}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}`,
+  );
+  for (const [t, at] of Object.entries(r.tableFreshness))
+    lines.push(`  ${t.padEnd(18)}up to date as of ${ago(at, now)}`);
   const stale = r.walks.filter((w) => !w.done && now - w.updatedAt > 3600e6);
   for (const w of stale) lines.push(`stuck         ${w.key} has not moved since ${ago(w.updatedAt, now)}`);
-  lines.push(`parquet       ${r.exportPending ? `${r.exportPending} partition(s) or table(s) changed since the last export` : 'up to date with the tables'}`);
-  lines.push(`rows          ${Object.entries(r.tables).map(([t, c]) => `${t} ${c}`).join(', ')}`);
+  lines.push(
+    `parquet       ${r.exportPending ? `${r.exportPending} partition(s) or table(s) changed since the last export` : 'up to date with the tables'}`,
+  );
+  lines.push(
+    `rows          ${Object.entries(r.tables)
+      .map(([t, c]) => `${t} ${c}`)
+      .join(', ')}`,
+  );
   return lines;
 }
 
@@ -97,15 +155,29 @@ async function queueLines(env: NodeJS.ProcessEnv, dir: string): Promise<string[]
       queueReport(client),
       new Promise<never>((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5_000).unref()),
     ]);
-    const depth = (c: Record<string, number>) => Object.entries(c).filter(([, v]) => v > 0).map(([k, v]) => `${k} ${v}`).join(', ') || 'empty';
+    const depth = (c: Record<string, number>) =>
+      Object.entries(c)
+        .filter(([, v]) => v > 0)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ') || 'empty';
     const lines = [`queues        write: ${depth(q.write)}; fetch: ${depth(q.fetch)}`];
-    for (const s of q.schedules) lines.push(`schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${s.next ? formatTimestamp(s.next * 1000) : 'not planned'}`);
+    for (const s of q.schedules)
+      lines.push(
+        `schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${s.next ? formatTimestamp(s.next * 1000) : 'not planned'}`,
+      );
     if (q.blocked) {
-      const who = q.blocked.holderPid !== null ? `process ${q.blocked.holderPid}${q.blocked.holder ? ` (${q.blocked.holder})` : ''}` : 'another process';
-      lines.push(`blocked       a load (${q.blocked.waiting}) has waited ${Math.round((Date.now() - q.blocked.since) / 1000)} s for the warehouse, held by ${who}`);
+      const who =
+        q.blocked.holderPid !== null
+          ? `process ${q.blocked.holderPid}${q.blocked.holder ? ` (${q.blocked.holder})` : ''}`
+          : 'another process';
+      lines.push(
+        `blocked       a load (${q.blocked.waiting}) has waited ${Math.round((Date.now() - q.blocked.since) / 1000)} s for the warehouse, held by ${who}`,
+      );
     }
     for (const b of await listBackfills(client.write, 5)) {
-      lines.push(`queued        backfill ${b.key}: ${b.state}, ${b.done}/${b.total} slices${b.failedReason ? ` (${b.failedReason})` : ''}`);
+      lines.push(
+        `queued        backfill ${b.key}: ${b.state}, ${b.done}/${b.total} slices${b.failedReason ? ` (${b.failedReason})` : ''}`,
+      );
     }
     return lines;
   } finally {

@@ -1,6 +1,6 @@
 import { Command } from 'commander';
-import { PassError, runPass, type PassOptions } from '../../sync/index.ts';
-import { EXIT_FAILED, EXIT_OK, type CliContext } from '../cli-context.ts';
+import { PassError, type PassOptions, runPass } from '../../sync/index.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
 import { withEngine } from './engine-context.ts';
 import { passLines } from './pass-report.ts';
 
@@ -8,9 +8,9 @@ import { passLines } from './pass-report.ts';
 // failed or a resource could not be read; everything it committed stays either way.
 
 async function pass(ctx: CliContext, setExit: (code: number) => void, options: PassOptions): Promise<void> {
-  await withEngine(ctx, async ({ engine }) => {
+  await withEngine(ctx, async ({ withProgress }) => {
     try {
-      const r = await runPass(engine.deps, options);
+      const r = await withProgress(options.kind ?? 'sync', (deps) => runPass(deps, options));
       for (const l of passLines(r)) ctx.out(l);
       for (const e of r.errors) ctx.err(`runsync: ${e}`);
       setExit(r.status === 'ok' ? EXIT_OK : EXIT_FAILED);
@@ -28,7 +28,9 @@ export function syncCommand(ctx: CliContext, setExit: (code: number) => void): C
     .description('one incremental pass: catalog snapshot, runs window, open-run refresh, Parquet export')
     .option('--reconcile', 're-check every run inside the open-run horizon (RUNSYNC_OPEN_RUN_HORIZON)')
     .option('--no-export', 'leave the Parquet tree as it is')
-    .action((o: { reconcile?: boolean; export: boolean }) => pass(ctx, setExit, { reconcile: o.reconcile === true, export: o.export }));
+    .action((o: { reconcile?: boolean; export: boolean }) =>
+      pass(ctx, setExit, { reconcile: o.reconcile === true, export: o.export }),
+    );
 }
 
 export function snapshotCommand(ctx: CliContext, setExit: (code: number) => void): Command {

@@ -1,28 +1,54 @@
 import { Command } from 'commander';
-import { configuredLogger, loadConfig } from '../../config/index.ts';
+import { JOBS } from '../../../jobs/index.ts';
+import { configuredLogger, ensureWritableDir, loadConfig, prepareWarehouseDir } from '../../config/index.ts';
 import { workerSettings } from '../../worker/worker-config.ts';
-import { startWorker } from '../../worker/worker-main.ts';
-import { EXIT_OK, UsageError, type CliContext } from '../cli-context.ts';
+import { startWorker, WorkerStartAbortedError } from '../../worker/worker-main.ts';
+import { type CliContext, EXIT_OK, UsageError } from '../cli-context.ts';
 
 // `runsync worker`: runs until SIGTERM or SIGINT, then stops within the grace period, finishing
-// or handing back what it was doing.
+// or handing back what it was doing. Stopped while it starts (Redis unreachable), it gives up at
+// once.
 
 export function workerCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('worker')
-    .description('long-running BullMQ workers plus the job schedulers (needs REDIS_URL); several may run, on several machines')
+    .description(
+      'long-running BullMQ workers plus the job schedulers (needs REDIS_URL); several may run, on several machines',
+    )
     .option('--dashboard <port>', 'serve Bull Board (the queue dashboard) and Prometheus /metrics on this port')
-    .option('--dashboard-host <host>', 'address the dashboard binds to (it can retry and remove jobs: keep it private)', '127.0.0.1')
+    .option(
+      '--dashboard-host <host>',
+      'address the dashboard binds to (it can retry and remove jobs: keep it private)',
+      '127.0.0.1',
+    )
     .action(async (o: { dashboard?: string; dashboardHost: string }) => {
       let dashboard: { port: number; host: string } | undefined;
       if (o.dashboard !== undefined) {
         const port = Number(o.dashboard);
-        if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--dashboard takes a port number; got "${o.dashboard}"`);
+        if (!Number.isInteger(port) || port < 0 || port > 65535)
+          throw new UsageError(`--dashboard takes a port number; got "${o.dashboard}"`);
         dashboard = { port, host: o.dashboardHost };
       }
       const config = loadConfig(ctx.env);
       const settings = workerSettings(ctx.env, config.warehouseDir);
+      prepareWarehouseDir(config.warehouseDir, config.share);
+      ensureWritableDir(settings.stagingDir, 'RUNSYNC_STAGING_DIR');
       const logger = configuredLogger(config, { pretty: ctx.isTty });
-      const worker = await startWorker({ config, settings, logger, ...(dashboard ? { dashboard } : {}) });
+      let worker: Awaited<ReturnType<typeof startWorker>>;
+      try {
+        worker = await startWorker({
+          config,
+          jobs: JOBS,
+          settings,
+          logger,
+          signal: ctx.signal,
+          ...(dashboard ? { dashboard } : {}),
+        });
+      } catch (e) {
+        if (!(e instanceof WorkerStartAbortedError)) throw e;
+        ctx.out('worker stopped before it had started');
+        setExit(EXIT_OK);
+        return;
+      }
       ctx.out(`worker running (queues under "${settings.prefix}" in Redis); stop it with Ctrl-C or SIGTERM`);
       if (worker.dashboardUrl) ctx.out(`dashboard ${worker.dashboardUrl}/  metrics ${worker.dashboardUrl}/metrics`);
       await new Promise<void>((resolve) => {

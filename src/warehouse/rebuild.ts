@@ -1,21 +1,24 @@
+import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { randomBytes } from 'node:crypto';
-import { prepareListing } from '../warehouse/catalog-prepare.ts';
-import { checkRunDetail } from '../warehouse/flatten-run.ts';
-import { PayloadError } from '../warehouse/flatten-values.ts';
-import { applyListing } from '../warehouse/load-catalog.ts';
-import { insertRejected } from '../warehouse/load-rejected.ts';
-import { stageAndMerge } from '../warehouse/load-runs.ts';
-import { applyToolOptions } from '../warehouse/load-tool-options.ts';
-import { flattenToolOption } from '../warehouse/flatten-catalog.ts';
-import { CATALOG_TABLES, type CatalogTable } from '../warehouse/spec-catalog.ts';
-import { openWarehouse } from '../warehouse/warehouse-open.ts';
-import { quoteIdent, quoteLiteral } from '../warehouse/warehouse-sql.ts';
-import { DB_FILE, type Warehouse, type WarehouseOptions } from '../warehouse/warehouse-types.ts';
-import { ArchiveWriter } from './archive-writer.ts';
-import { ARCHIVE_ENDPOINTS, listArchiveFiles } from './archive-paths.ts';
+import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../archive/archive-paths.ts';
+import { NO_ARCHIVE } from '../archive/archive-sink.ts';
+import { ArchiveWriter } from '../archive/archive-writer.ts';
+import { CATALOG_TABLES, type CatalogTable } from '../resources/registry.ts';
+import type { ColumnSpec, ResourceSpec } from '../resources/resource-types.ts';
+import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
+import { type Observed, type ObservedJson, observeAll, observedFromJson } from '../resources/schema-observe.ts';
+import { checkRunDetail } from './flatten-run.ts';
+import { PayloadError } from './flatten-values.ts';
+import { applyListing } from './load-catalog.ts';
+import { insertRejected } from './load-rejected.ts';
+import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
+import { applyToolOptions } from './load-tool-options.ts';
+import { openWarehouse } from './warehouse-open.ts';
+import { evolveSchema } from './warehouse-schema.ts';
+import { quoteIdent, quoteLiteral } from './warehouse-sql.ts';
+import { DB_FILE, type Warehouse, type WarehouseOptions } from './warehouse-types.ts';
 
 // Re-derives every table from the raw archive, with no API call: every archive file is replayed,
 // in the order the loads committed, through the same merge as when it was loaded (run batches,
@@ -30,20 +33,39 @@ export interface RebuildResult {
   catalogListings: number;
   toolOptionLists: number;
   rejected: number;
+  /** Columns and tables schema evolution added that the warehouse before the rebuild lacked (table.column). */
+  newColumns: string[];
   durationMs: number;
 }
 
 /** Builds a fresh warehouse in `targetDir` from `sourceDir`/raw; targetDir must hold no warehouse yet. */
-export async function rebuildInto(sourceDir: string, targetDir: string, options: WarehouseOptions = {}): Promise<RebuildResult> {
+export async function rebuildInto(
+  sourceDir: string,
+  targetDir: string,
+  options: WarehouseOptions = {},
+): Promise<RebuildResult> {
   const t0 = performance.now();
-  if (existsSync(join(targetDir, DB_FILE))) throw new Error(`${join(targetDir, DB_FILE)} exists; rebuild writes a fresh warehouse`);
-  const wh = await openWarehouse(targetDir, options);
-  const result: RebuildResult = { file: wh.file, runFiles: 0, runs: 0, childRows: 0, catalogListings: 0, toolOptionLists: 0, rejected: 0, durationMs: 0 };
+  if (existsSync(join(targetDir, DB_FILE)))
+    throw new Error(`${join(targetDir, DB_FILE)} exists; rebuild writes a fresh warehouse`);
+  // The archive is the input here: replaying it must not archive it again.
+  const wh = await openWarehouse(targetDir, { ...options, archive: NO_ARCHIVE });
+  const result: RebuildResult = {
+    file: wh.file,
+    runFiles: 0,
+    runs: 0,
+    childRows: 0,
+    catalogListings: 0,
+    toolOptionLists: 0,
+    rejected: 0,
+    newColumns: [],
+    durationMs: 0,
+  };
   try {
     await rebuildRuns(wh, resolve(sourceDir), result);
     for (const table of CATALOG_TABLES) await rebuildCatalog(wh, resolve(sourceDir), table, result);
     await rebuildToolOptions(wh, resolve(sourceDir), result);
     await wh.run('CHECKPOINT');
+    result.newColumns = wh.resources.flatMap(evolvedNames);
   } finally {
     await wh.close();
   }
@@ -63,6 +85,8 @@ export async function rebuildInPlace(dir: string, options: WarehouseOptions = {}
     await mkdir(scratch, { recursive: true, mode: 0o700 });
     const result = await rebuildInto(root, scratch, { ...options, logger: current.logger });
     const fresh = join(scratch, DB_FILE);
+    const had = new Set(current.resources.flatMap(evolvedNames));
+    result.newColumns = result.newColumns.filter((n) => !had.has(n));
     await current.serial(async () => {
       await current.run(`ATTACH ${quoteLiteral(fresh)} AS fresh`);
       try {
@@ -83,15 +107,17 @@ export async function rebuildInPlace(dir: string, options: WarehouseOptions = {}
 }
 
 // Bookkeeping the archive cannot re-derive: every _sync table (watermarks, cursors, audit, open
-// runs, and whatever later migrations add) is carried over as it is, except the schema ledger,
-// which the fresh file has written itself. Refusals are re-derived for the endpoints the archive
-// keeps, and carried over for any other; export marks are merged, so nothing owed is forgotten.
-const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty']);
+// runs, and whatever later migrations add) is carried over as it is, except the ledgers of
+// migrations and schema changes, which the fresh file has written itself. Refusals are re-derived
+// for the endpoints the archive keeps, and carried over for any other; export marks are merged, so
+// nothing owed is forgotten.
+const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty', '_sync_schema_changes']);
 
 async function carryBookkeeping(db: Warehouse): Promise<void> {
   const tables = await db.all<{ t: string }>(
     `SELECT a.table_name AS t FROM duckdb_tables() a JOIN duckdb_tables() b ON a.table_name = b.table_name
-     WHERE a.database_name = current_database() AND a.schema_name = 'main' AND b.database_name = 'fresh' AND b.schema_name = 'main'
+     WHERE a.database_name = current_database() AND a.schema_name = 'main'
+       AND b.database_name = 'fresh' AND b.schema_name = 'main'
        AND a.table_name LIKE '\\_sync%' ESCAPE '\\' ORDER BY 1`,
   );
   for (const { t } of tables) {
@@ -104,6 +130,16 @@ async function carryBookkeeping(db: Warehouse): Promise<void> {
   await db.run(`INSERT INTO fresh._sync_export_dirty BY NAME SELECT * FROM _sync_export_dirty`);
 }
 
+/** The evolved columns and child tables of a resource, as table.column and table. */
+function evolvedNames(r: ResourceSpec): string[] {
+  const cols = (table: string, columns: readonly ColumnSpec[]) =>
+    columns.filter((c) => c.evolved).map((c) => `${table}.${c.name}`);
+  return [
+    ...cols(r.table, r.columns),
+    ...r.children.flatMap((c) => [...(c.key === EVOLVED_CHILD_KEY ? [c.table] : []), ...cols(c.table, c.columns)]),
+  ];
+}
+
 function fileList(files: readonly string[]): string {
   return `[${files.map(quoteLiteral).join(', ')}]`;
 }
@@ -111,11 +147,18 @@ function fileList(files: readonly string[]): string {
 async function rebuildRuns(wh: Warehouse, sourceDir: string, result: RebuildResult): Promise<void> {
   const files = await listArchiveFiles(sourceDir, 'runs');
   result.runFiles = files.length;
+  const notes = await observedNotes(wh, files);
   // File by file, in the order they were committed: each file is one batch as it was loaded, so
   // merging them in turn repeats every decision the loads made (which payload won, and when the
   // stored one was fetched).
   for (const file of files) {
-    const counts = await wh.transaction((tx) => stageAndMerge(tx, [file]));
+    // Members the payloads hold beyond the schema become columns first, as when they were loaded:
+    // a member the archive kept that no column read before is filled for all history.
+    const observed = notes.has(file) ? (notes.get(file) ?? null) : await observeFile(wh, file);
+    const counts = await wh.transaction(async (tx) => {
+      await evolveSchema(tx, wh, 'runs', observed, wh.now());
+      return stageAndMerge(tx, [file], undefined, wh.resource('runs'));
+    });
     result.childRows += counts.childRows;
   }
   if (files.length) await retryRejectedRuns(wh, files, result);
@@ -123,27 +166,66 @@ async function rebuildRuns(wh: Warehouse, sourceDir: string, result: RebuildResu
   result.runs = Number(n?.n ?? 0);
 }
 
+/** What each archive file's load noted its payloads held beyond the schema (files without a note are absent). */
+async function observedNotes(wh: Warehouse, files: readonly string[]): Promise<Map<string, Observed | null>> {
+  const out = new Map<string, Observed | null>();
+  if (files.length === 0) return out;
+  const rows = await wh.all<{ f: string; v: string }>(
+    `SELECT file_name AS f, decode(value) AS v FROM parquet_kv_metadata(${fileList(files)})
+     WHERE decode(key) = ${quoteLiteral(OBSERVED_NOTE)}`,
+  );
+  for (const r of rows) {
+    const json = JSON.parse(r.v) as ObservedJson | null;
+    out.set(r.f, json === null ? null : observedFromJson(json));
+  }
+  return out;
+}
+
+/** A file written before loads noted what they observed: its payloads are read and typed here. */
+async function observeFile(wh: Warehouse, file: string): Promise<Observed | null> {
+  const payloads = await wh.all<{ payload: string }>(
+    `SELECT payload FROM read_parquet(${quoteLiteral(file)}) WHERE kind = 'payload'`,
+  );
+  return observeAll(
+    wh.resource('runs'),
+    payloads.map((p) => JSON.parse(p.payload) as unknown),
+  );
+}
+
 async function retryRejectedRuns(wh: Warehouse, files: readonly string[], result: RebuildResult): Promise<void> {
   const rows = await wh.all<{ id: string | null; f: bigint; payload: string }>(
-    `SELECT id, epoch_us(fetched_at) AS f, payload FROM read_parquet(${fileList(files)}) WHERE kind = 'rejected' ORDER BY fetched_at`,
+    `SELECT id, epoch_us(fetched_at) AS f, payload FROM read_parquet(${fileList(files)})
+     WHERE kind = 'rejected' ORDER BY fetched_at`,
   );
   if (rows.length === 0) return;
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
   try {
     const still: { id: string | null; reason: string; payload: string; f: number }[] = [];
+    const accepted: unknown[] = [];
     for (const r of rows) {
       try {
-        checkRunDetail(JSON.parse(r.payload));
-        await archive.append({ kind: 'payload', id: r.id, updatedAt: null, fetchedAt: Number(r.f), listedAt: null, payload: r.payload });
+        const detail = JSON.parse(r.payload) as unknown;
+        checkRunDetail(detail, wh.resource('runs'));
+        accepted.push(detail);
+        await archive.append({
+          kind: 'payload',
+          id: r.id,
+          updatedAt: null,
+          fetchedAt: Number(r.f),
+          listedAt: null,
+          payload: r.payload,
+        });
       } catch (e) {
         if (!(e instanceof PayloadError) && !(e instanceof SyntaxError)) throw e;
         still.push({ id: r.id, reason: e.message, payload: r.payload, f: Number(r.f) });
       }
     }
     const path = await archive.finish();
+    const observed = observeAll(wh.resource('runs'), accepted);
     await wh.transaction(async (tx) => {
-      if (archive.rows > still.length) await stageAndMerge(tx, [path]);
-      for (const s of still) await insertRejected(tx, 'runs', [{ id: s.id, reason: s.reason }], [s.payload], s.f);
+      await evolveSchema(tx, wh, 'runs', observed, wh.now());
+      if (archive.rows > still.length) await stageAndMerge(tx, [path], undefined, wh.resource('runs'));
+      for (const s of still) await insertRejected(tx, 'runs', [s], s.f);
     });
     result.rejected += still.length;
   } finally {
@@ -174,27 +256,30 @@ async function archivedRows(wh: Warehouse, files: readonly string[]): Promise<Ma
   return byFile;
 }
 
-async function rebuildCatalog(wh: Warehouse, sourceDir: string, table: CatalogTable, result: RebuildResult): Promise<void> {
+async function rebuildCatalog(
+  wh: Warehouse,
+  sourceDir: string,
+  table: CatalogTable,
+  result: RebuildResult,
+): Promise<void> {
   const files = await listArchiveFiles(sourceDir, table);
   if (files.length === 0) return;
   for (const rows of (await archivedRows(wh, files)).values()) {
     const first = rows[0] as ArchivedRow;
     const manifest = rows.find((r) => r.kind === 'manifest');
     const payloads = rows.filter((r) => r.kind !== 'manifest').map((r) => JSON.parse(r.payload) as unknown);
-    const prepared = prepareListing(table, payloads, wh.maskSecrets);
     const presentIds = manifest ? new Set((JSON.parse(manifest.payload) as { ids: string[] }).ids) : undefined;
     const listedAt = Number(first.l ?? first.f);
-    await wh.transaction((tx) =>
-      applyListing(tx, wh, table, prepared, {
+    const applied = await wh.transaction((tx) =>
+      applyListing(tx, wh, table, payloads, {
         complete: manifest !== undefined,
         listedAt,
         fetchedAt: Number(first.f),
-        archive: false,
         ...(presentIds ? { presentIds } : {}),
       }),
     );
     result.catalogListings++;
-    result.rejected += prepared.rejected.length;
+    result.rejected += applied.rejected.length;
   }
 }
 
@@ -202,18 +287,10 @@ async function rebuildToolOptions(wh: Warehouse, sourceDir: string, result: Rebu
   const files = await listArchiveFiles(sourceDir, 'tool-options');
   if (files.length === 0) return;
   for (const rows of (await archivedRows(wh, files)).values()) {
-    const items: { row: ReturnType<typeof flattenToolOption>; payload: string }[] = [];
-    let whole = true;
-    for (const r of rows) {
-      try {
-        items.push({ row: flattenToolOption(JSON.parse(r.payload)), payload: r.payload });
-      } catch (e) {
-        if (!(e instanceof PayloadError)) throw e;
-        whole = false;
-      }
-    }
+    const options = rows.map((r) => JSON.parse(r.payload) as unknown);
     const fetchedAt = Number((rows[0] as ArchivedRow).f);
-    await wh.transaction((tx) => applyToolOptions(tx, wh, items, { whole, fetchedAt, archive: false }));
+    const applied = await wh.transaction((tx) => applyToolOptions(tx, wh, options, { fetchedAt }));
     result.toolOptionLists++;
+    result.rejected += applied.rejected.length;
   }
 }

@@ -1,0 +1,64 @@
+import { MultiBar, Presets, type SingleBar } from 'cli-progress';
+import { formatDuration, type ProgressSnapshot, type ProgressTracker } from '../sync/progress.ts';
+
+// The progress bar of a long command on a terminal (stderr, where the logs go too). Log lines
+// written while it shows go through it: cli-progress prints them above the bar at its next
+// redraw, so a log block never lands in the middle of the bar's line.
+
+const REDRAW_MS = 200;
+
+export class TerminalProgress {
+  private multibar: MultiBar | null = null;
+
+  constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {}
+
+  /** Where the logger writes: above the bar while one shows, else straight to the terminal. */
+  readonly logSink = {
+    write: (line: string): void => {
+      if (this.multibar) this.multibar.log(line.endsWith('\n') ? line : `${line}\n`);
+      else this.stream.write(line);
+    },
+  };
+
+  /** Shows the tracker's progress until the returned function is called. */
+  show(tracker: ProgressTracker): () => void {
+    const multibar = new MultiBar(
+      {
+        stream: this.stream,
+        format: '{what} [{bar}] {text}',
+        hideCursor: true,
+        clearOnComplete: true,
+        gracefulExit: false,
+        barsize: 20,
+        fps: 5,
+      },
+      Presets.shades_classic,
+    );
+    this.multibar = multibar;
+    const first = tracker.snapshot();
+    const bar: SingleBar = multibar.create(Math.max(1, first.toFetch), first.fetched, payload(first));
+    const timer = setInterval(() => {
+      const p = tracker.snapshot();
+      bar.setTotal(Math.max(1, p.toFetch));
+      bar.update(p.fetched, payload(p));
+    }, REDRAW_MS);
+    let stopped = false;
+    return () => {
+      if (stopped) return;
+      stopped = true;
+      clearInterval(timer);
+      // A last redraw writes out the log lines still held, then the bar goes.
+      multibar.update();
+      multibar.stop();
+      this.multibar = null;
+    };
+  }
+}
+
+function payload(p: ProgressSnapshot): { what: string; text: string } {
+  const parts = [`${p.fetched}/${p.toFetch} details`, `${p.listed} listed`];
+  if (p.slices && p.slices.total > 1) parts.push(`slice ${p.slices.done}/${p.slices.total}`);
+  if (p.ratePerSecond !== null) parts.push(`${p.ratePerSecond.toFixed(1)}/s`);
+  parts.push(p.etaMs !== null ? `ETA ${formatDuration(p.etaMs)}` : p.listing ? 'listing…' : 'ETA unknown');
+  return { what: p.what, text: parts.join(' · ') };
+}

@@ -1,0 +1,28 @@
+import { describe, expect, it } from 'vitest';
+import { createLogger, withLogFields } from '../../src/util/logger.ts';
+
+// Fields given to one log line stay on that line: the fields every line of a pass carries
+// (withLogFields) are not a place where a line's own fields (a migration's name, the pid holding
+// the warehouse) are kept for the lines after it.
+
+describe('logger', () => {
+  it("a line's own fields do not stick to later lines of the same context", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ destination: { write: (l: string) => lines.push(JSON.parse(l)) } });
+    await withLogFields({ passId: 'p1' }, async () => {
+      logger.info({ migration: '0007_views.sql' }, 'applied schema migration');
+      await withLogFields({ backfill: 'b1' }, async () => {
+        logger.warn({ holderPid: 42 }, 'the warehouse is held by another process; waiting for it');
+        await new Promise((r) => setTimeout(r, 5));
+        logger.info('backfill progress');
+      });
+      logger.child({ job: 'runs-pass' }).info('pass finished');
+    });
+    expect(lines.map(({ time: _t, level: _l, ...rest }) => rest)).toEqual([
+      { passId: 'p1', migration: '0007_views.sql', msg: 'applied schema migration' },
+      { passId: 'p1', backfill: 'b1', holderPid: 42, msg: 'the warehouse is held by another process; waiting for it' },
+      { passId: 'p1', backfill: 'b1', msg: 'backfill progress' },
+      { passId: 'p1', job: 'runs-pass', msg: 'pass finished' },
+    ]);
+  });
+});
