@@ -22,7 +22,9 @@ export async function runPipeline<T extends PipelineItem>(
 ): Promise<void> {
   const controller = new AbortController();
   const onAbort = () => controller.abort(options.signal.reason);
-  options.signal.addEventListener('abort', onAbort, { once: true });
+  // A signal aborted before the pipeline began fires no event: it stops at once.
+  if (options.signal.aborted) onAbort();
+  else options.signal.addEventListener('abort', onAbort, { once: true });
   const queue: { item: T; settled: boolean; failure: unknown }[] = [];
   let produced = false;
   let produceError: unknown = null;

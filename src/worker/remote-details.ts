@@ -81,7 +81,9 @@ export class RemoteDetails implements DetailSource {
 
   constructor(private readonly o: RemoteDetailsOptions) {
     this.onAbort = () => this.stop(o.signal.reason);
-    o.signal.addEventListener('abort', this.onAbort, { once: true });
+    // A signal aborted before this was made fires no event.
+    if (o.signal.aborted) this.onAbort();
+    else o.signal.addEventListener('abort', this.onAbort, { once: true });
   }
 
   async fetch(ids: readonly string[]): Promise<DetailBatch> {

@@ -1,4 +1,5 @@
 import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -77,7 +78,10 @@ async function stopAndTime(w: Started): Promise<number> {
     GRACE_MS + 10_000,
     () => w.output().slice(-3000),
   );
-  return Date.now() - t0;
+  const ms = Date.now() - t0;
+  // Gone from /proc, but its exit may not have reached this process's event loop yet.
+  if (w.child.exitCode === null && w.child.signalCode === null) await once(w.child, 'exit');
+  return ms;
 }
 
 function baseEnv(url: string, key: string, dir: string, redisUrl = REDIS_URL): Record<string, string> {
