@@ -20,7 +20,7 @@ import {
 } from './worker-kit.ts';
 
 // What a worker must live through: Redis restarting in the middle of a pass, and an analyst
-// holding runsync.duckdb open for a minute.
+// holding runsync.duckdb open for twenty seconds.
 
 describe('a worker through faults', () => {
   let sim: Simulator | null = null;
@@ -76,7 +76,7 @@ describe('a worker through faults', () => {
     );
   });
 
-  it('a reader holding runsync.duckdb for a minute delays loading, status names it, nothing is lost', {
+  it('a reader holding runsync.duckdb for twenty seconds delays loading, status names it, nothing is lost', {
     timeout: 300_000,
   }, async () => {
     sim = await startSim({
@@ -110,7 +110,7 @@ describe('a worker through faults', () => {
       60_000,
       async () => (await runCli(['status'], env)).stdout,
     );
-    await new Promise((r) => setTimeout(r, Math.max(0, 60_000 - (Date.now() - heldFrom))));
+    await new Promise((r) => setTimeout(r, Math.max(0, 20_000 - (Date.now() - heldFrom))));
     // Still held: nothing of the new runs could land.
     expect((await diffFacts(want, dir)).length).toBeGreaterThan(0);
     await reader.close();

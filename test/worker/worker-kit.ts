@@ -92,7 +92,7 @@ export async function eventually(
   for (;;) {
     if (await check().catch(() => false)) return;
     if (Date.now() > deadline) throw new Error(`not reached in ${timeoutMs} ms: ${await describe()}`);
-    await new Promise((r) => setTimeout(r, 2000));
+    await new Promise((r) => setTimeout(r, 1000));
   }
 }
 
