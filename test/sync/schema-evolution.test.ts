@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ArchiveWriter } from '../../src/archive/archive-writer.ts';
+import { statusLines } from '../../src/cli/commands/status.ts';
 import { exportParquet } from '../../src/export/export-parquet.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { runPass } from '../../src/sync/index.ts';
@@ -90,6 +91,11 @@ describe('schema evolution', () => {
         ['held', 'run_citations', null],
       ]),
     );
+    const heldSaid = await read(async (wh) =>
+      statusLines(join(dir, 'runsync.duckdb'), await readStatus(wh), sim?.clock.now() as Micros).join('\n'),
+    );
+    expect(heldSaid).toMatch(/^held +\d+ new API member\(s\) kept in the raw archive only.*runs\.cost_usd DOUBLE.*table run_citations/m);
+    expect(heldSaid).not.toMatch(/^new columns/m);
     expect(await read((wh) => columnsOf(wh, 'runs'))).not.toContain('cost_usd');
     const heldRuns = await read((wh) =>
       wh.all<{ id: string }>(`SELECT id FROM runs WHERE updated_at >= make_timestamp($1::BIGINT)`, [
@@ -128,6 +134,10 @@ describe('schema evolution', () => {
       ).toEqual(
         expect.arrayContaining(['runs.cost_usd', 'run_steps.latency_ms', 'run_citations.', 'run_citations.url']),
       );
+      const said = statusLines(join(dir, 'runsync.duckdb'), status, (sim as Simulator).clock.now()).join('\n');
+      expect(said).toMatch(/^new columns .*run_steps\.latency_ms BIGINT.*runs\.cost_usd DOUBLE/m);
+      expect(said).toMatch(/table run_citations \(from citations\)/);
+      expect(said).not.toMatch(/^held/m);
     });
     const before = sim.clock.now() - SETTLE;
     expect(await diffWithTruth(sim, dir, before)).toEqual([]);

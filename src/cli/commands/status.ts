@@ -9,6 +9,7 @@ import { listBackfills } from '../../worker/backfill-flow.ts';
 import { openQueueClient, queueReport } from '../../worker/worker-client.ts';
 import { workerSettings } from '../../worker/worker-config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
+import { schemaChangeLines } from './schema-lines.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
@@ -114,6 +115,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
       `stuck         ${r.pending.total} run detail(s) to fetch again, failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`,
     );
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
+  lines.push(...schemaChangeLines(r.schemaChanges));
   for (const w of r.walks) {
     if (w.key === 'runs.live' && w.done) continue;
     const what =
