@@ -26,6 +26,7 @@ const SETTINGS: Record<string, string> = {
   RUNSYNC_FETCH_CONCURRENCY: 'detail fetch jobs one worker runs at once (default 4)',
   RUNSYNC_FETCH_CHUNK: 'runs per fetch job (default 10)',
   RUNSYNC_STAGING_DIR: 'where fetchers leave details for the writer (default <warehouse>/staging)',
+  RUNSYNC_TAKEOVER_AFTER: 'how soon another worker takes up the job of a worker that died (default 60s)',
   LOG_LEVEL: 'log level: fatal, error, warn, info, debug, trace, silent (default info)',
 };
 
@@ -54,6 +55,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
     'RUNSYNC_FETCH_CONCURRENCY',
     'RUNSYNC_FETCH_CHUNK',
     'RUNSYNC_STAGING_DIR',
+    'RUNSYNC_TAKEOVER_AFTER',
     ...RUNNING,
   ],
   status: ['RUNSYNC_WAREHOUSE_DIR', 'REDIS_URL', 'RUNSYNC_QUEUE_PREFIX'],

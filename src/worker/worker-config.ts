@@ -19,9 +19,13 @@ export interface WorkerSettings {
   graceMs: number;
   /** Queue a runs pass and a catalog snapshot at start, rather than waiting for the first tick. */
   passAtStart: boolean;
+  /** How long the job of a worker that died (SIGKILL, lost machine) waits before another takes it up. */
+  takeoverMs: number;
 }
 
 export const DEFAULT_GRACE_MS = 25_000;
+export const DEFAULT_TAKEOVER_MS = 60_000;
+const MIN_TAKEOVER_MS = 3_000;
 
 type Env = Readonly<Record<string, string | undefined>>;
 
@@ -59,6 +63,15 @@ export function shutdownGraceMs(env: Env): number {
   return Math.max(1, Math.round(graceUs / 1000));
 }
 
+function takeoverMs(env: Env): number {
+  const v = value(env, 'RUNSYNC_TAKEOVER_AFTER');
+  if (v === null) return DEFAULT_TAKEOVER_MS;
+  const us = parseDuration(v);
+  if (us === null || us < MIN_TAKEOVER_MS * 1000)
+    throw new ConfigError('RUNSYNC_TAKEOVER_AFTER', `must be a duration of at least 3s, such as 60s; got "${v}"`);
+  return Math.round(us / 1000);
+}
+
 function onOff(env: Env, name: string, fallback: boolean): boolean {
   const v = value(env, name)?.toLowerCase() ?? null;
   if (v === null) return fallback;
@@ -83,5 +96,6 @@ export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
     stagingDir: value(env, 'RUNSYNC_STAGING_DIR') ?? `${warehouseDir}/staging`,
     graceMs: shutdownGraceMs(env),
     passAtStart: onOff(env, 'RUNSYNC_PASS_AT_START', true),
+    takeoverMs: takeoverMs(env),
   };
 }

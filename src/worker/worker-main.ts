@@ -202,7 +202,11 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
       stopProgress();
     }
   };
-  const common = { connection, prefix, lockDuration: 60_000, stalledInterval: 15_000, maxStalledCount: 10 };
+  // A job's lock is renewed at half its duration while its worker lives; once a dead worker's lock
+  // lapses, the next stalled-job check hands the job to another worker: both within the takeover.
+  const lockDuration = Math.round((settings.takeoverMs * 2) / 3);
+  const stalledInterval = settings.takeoverMs - lockDuration;
+  const common = { connection, prefix, lockDuration, stalledInterval, maxStalledCount: 10 };
   const writer = new Worker(WRITE_QUEUE, processJob, { ...common, concurrency: 1 });
   const fetcher = new Worker(FETCH_QUEUE, processJob, { ...common, concurrency: settings.fetchConcurrency });
   for (const w of [writer, fetcher]) {

@@ -35,6 +35,8 @@ export function workerEnv(
     RUNSYNC_SCHEDULE_CATALOG: '*/7 * * * * *',
     RUNSYNC_SCHEDULE_RECONCILE: 'off',
     RUNSYNC_SHUTDOWN_GRACE: '10s',
+    // A killed worker's pass is taken up within seconds, not the minute a fleet would use.
+    RUNSYNC_TAKEOVER_AFTER: '9s',
     // The simulator's clock runs behind the real one, and tests move it: the lookback covers it.
     RUNSYNC_LOOKBACK: '3h',
     LOG_LEVEL: 'warn',
