@@ -11,6 +11,8 @@ const SETTINGS: Record<string, string> = {
   RUNSYNC_START_DATE: "the first sync's lower bound (ISO date-time; default: every run the API has)",
   RUNSYNC_LOOKBACK: 'how far each pass re-reads the recent past (default 15m)',
   RUNSYNC_OPEN_RUN_HORIZON: 'how long an unsettled run keeps being checked (default 30d)',
+  RUNSYNC_RECONCILE_EVERY: 'every run of the horizon re-checked within this (default 1h; off)',
+  RUNSYNC_RECONCILE_BUDGET: "the most of the key's rate rolling reconciliation may use (default 10%)",
   RUNSYNC_RATE_LIMIT: 'requests per second this key may be used for, at most (default: learned)',
   RUNSYNC_RATE_RESERVE: "share of the key's budget left to its other users (default 5%)",
   RUNSYNC_ALLOW_HTTP: 'hosts that may be reached over plain http besides this machine',
@@ -21,7 +23,7 @@ const SETTINGS: Record<string, string> = {
   RUNSYNC_QUEUE_PREFIX: 'key prefix of the queues in Redis (default runsync)',
   RUNSYNC_SCHEDULE_RUNS: 'cron (UTC) of the runs pass (default */5 * * * *; off)',
   RUNSYNC_SCHEDULE_CATALOG: 'cron (UTC) of the catalog snapshot (default 0 * * * *; off)',
-  RUNSYNC_SCHEDULE_RECONCILE: 'cron (UTC) of the reconciliation (default 30 3 * * *; off)',
+  RUNSYNC_SCHEDULE_RECONCILE: 'cron (UTC) of whole-horizon reconciliation passes (default off)',
   RUNSYNC_PASS_AT_START: 'run a pass and a snapshot when the worker starts (default on; off)',
   RUNSYNC_FETCH_CONCURRENCY: 'detail fetch jobs one worker runs at once (default 4)',
   RUNSYNC_FETCH_CHUNK: 'runs per fetch job (default 10)',
@@ -31,7 +33,13 @@ const SETTINGS: Record<string, string> = {
 };
 
 const API = ['RUNSYNC_API_URL', 'RUNSYNC_API_KEY', 'RUNSYNC_RATE_LIMIT', 'RUNSYNC_RATE_RESERVE', 'RUNSYNC_ALLOW_HTTP'];
-const PASS = ['RUNSYNC_START_DATE', 'RUNSYNC_LOOKBACK', 'RUNSYNC_OPEN_RUN_HORIZON'];
+const PASS = [
+  'RUNSYNC_START_DATE',
+  'RUNSYNC_LOOKBACK',
+  'RUNSYNC_OPEN_RUN_HORIZON',
+  'RUNSYNC_RECONCILE_EVERY',
+  'RUNSYNC_RECONCILE_BUDGET',
+];
 const WRITE = ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_SHARE_GROUP'];
 const RUNNING = ['RUNSYNC_PROGRESS_EVERY', 'RUNSYNC_SHUTDOWN_GRACE', 'LOG_LEVEL'];
 

@@ -33,6 +33,10 @@ export interface RunsyncConfig {
   readonly startDate: Micros | null;
   readonly lookback: Micros;
   readonly openRunHorizon: Micros;
+  /** RUNSYNC_RECONCILE_EVERY: every run of the horizon re-checked within it; null: no rolling reconciliation. */
+  readonly reconcileEvery: Micros | null;
+  /** RUNSYNC_RECONCILE_BUDGET: the share of the key's rate rolling reconciliation may use. */
+  readonly reconcileBudget: number;
   /** RUNSYNC_RATE_LIMIT, requests per second; null: learn the limit from the API. */
   readonly rateLimit: number | null;
   /** RUNSYNC_RATE_RESERVE: share of the key's budget left to its other users. */
@@ -57,6 +61,9 @@ export interface LoadConfigOptions {
 }
 
 type Env = Readonly<Record<string, string | undefined>>;
+
+export const DEFAULT_RECONCILE_EVERY = parseDuration('1h') as Micros;
+export const DEFAULT_RECONCILE_BUDGET = 0.1;
 
 function setting(env: Env, name: string): string | null {
   const v = env[name];
@@ -154,17 +161,23 @@ function onOff(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be on or off; got "${raw}"`);
 }
 
-function reserve(env: Env): number {
-  const raw = setting(env, 'RUNSYNC_RATE_RESERVE');
-  if (raw === null) return DEFAULT_RESERVE;
+/** A share of the key's rate: `0.1` or `10%`, in [0, 1) or, with `upTo1`, in (0, 1]. */
+function share(env: Env, name: string, fallback: number, upTo1 = false): number {
+  const raw = setting(env, name);
+  if (raw === null) return fallback;
   const m = /^(\d+(?:\.\d+)?)(%?)$/.exec(raw);
   const n = m ? Number(m[1]) / (m[2] ? 100 : 1) : NaN;
-  if (!(n >= 0 && n < 1))
+  if (!(upTo1 ? n > 0 && n <= 1 : n >= 0 && n < 1))
     throw new ConfigError(
-      'RUNSYNC_RATE_RESERVE',
-      `must be a share from 0 to below 1, or a percentage such as 10%; got "${raw}"`,
+      name,
+      `must be a share ${upTo1 ? 'above 0 up to 1' : 'from 0 to below 1'}, or a percentage such as 10%; got "${raw}"`,
     );
   return n;
+}
+
+function reconcileEvery(env: Env): Micros | null {
+  if (setting(env, 'RUNSYNC_RECONCILE_EVERY')?.toLowerCase() === 'off') return null;
+  return duration(env, 'RUNSYNC_RECONCILE_EVERY', DEFAULT_RECONCILE_EVERY);
 }
 
 function redisUrl(env: Env): string | null {
@@ -214,7 +227,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     }) as unknown as ApiConfig;
     Object.freeze(api);
   }
-  const rateReserve = reserve(env);
+  const rateReserve = share(env, 'RUNSYNC_RATE_RESERVE', DEFAULT_RESERVE);
   const redis = redisUrl(env);
   const config = {
     api,
@@ -222,6 +235,8 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     startDate: startDate(env),
     lookback: duration(env, 'RUNSYNC_LOOKBACK', parseDuration('15m') as Micros),
     openRunHorizon: duration(env, 'RUNSYNC_OPEN_RUN_HORIZON', parseDuration('30d') as Micros),
+    reconcileEvery: reconcileEvery(env),
+    reconcileBudget: share(env, 'RUNSYNC_RECONCILE_BUDGET', DEFAULT_RECONCILE_BUDGET, true),
     rateLimit: positiveNumber(env, 'RUNSYNC_RATE_LIMIT'),
     rateReserve,
     redisUrl: redis,

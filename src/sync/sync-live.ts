@@ -34,7 +34,11 @@ interface Plan {
  * window when the runs stored in it fit in memory for change detection (one list walk, the fewest
  * requests), else a day. Checkpoints are per page either way.
  */
-async function plan(wh: Warehouse, deps: SyncDeps, cut: (watermark: Micros | null) => Window): Promise<Plan> {
+export async function planWindow(
+  wh: Warehouse,
+  deps: SyncDeps,
+  cut: (watermark: Micros | null) => Window,
+): Promise<Plan> {
   const window = cut((await getState<number>(wh, WATERMARK_KEY)) ?? null);
   if (window.from >= window.to) return { window, sliceMicros: 1, stored: undefined };
   const stored = await storedUpdatedAt(wh, window, STORED_MAP_LIMIT);
@@ -72,7 +76,7 @@ export async function syncLiveWindow(
     const saved = await getState<WalkState>(wh, LIVE_KEY);
     return saved && !saved.done
       ? { unfinished: saved, next: null }
-      : { unfinished: null, next: await plan(wh, deps, cut) };
+      : { unfinished: null, next: await planWindow(wh, deps, cut) };
   });
   if (unfinished) {
     deps.logger.info(
@@ -80,7 +84,7 @@ export async function syncLiveWindow(
       'finishing the window an interrupted pass left',
     );
     await walkRuns(deps, LIVE_KEY, unfinished, hooks, counts);
-    next = await deps.gate.use((wh) => plan(wh, deps, cut));
+    next = await deps.gate.use((wh) => planWindow(wh, deps, cut));
   }
   const p = next as Plan;
   if (p.window.from >= p.window.to) return p.window;
@@ -114,7 +118,7 @@ export async function reconcileHorizon(
   }
   const now = deps.now();
   const p = await deps.gate.use((wh) =>
-    plan(wh, deps, () => ({ from: now - deps.settings.openRunHorizon, to: before })),
+    planWindow(wh, deps, () => ({ from: now - deps.settings.openRunHorizon, to: before })),
   );
   if (p.window.from >= p.window.to) return p.window;
   await walkRuns(

@@ -5,14 +5,15 @@ import { reconcileHorizon, syncLiveWindow } from './sync-live.ts';
 import { recordOpenRuns, refreshOpenRuns } from './sync-open-runs.ts';
 import { exportCounts, OperationError, type OperationResult, runOperation } from './sync-operation.ts';
 import { retryPending } from './sync-pending.ts';
+import { type RollingResult, rollHorizon } from './sync-rolling.ts';
 import { emptyRunCounts, type RunCounts, type SyncDeps } from './sync-types.ts';
 import type { Window } from './sync-window.ts';
 
 // One pass, in the contract's order: catalog snapshot, the live runs window, the open runs created
-// before it, (with reconcile: every run of the horizon instead), the details that failed before,
-// then the Parquet export. A resource the key may not read is reported and the rest still syncs;
-// the pass is then "partial" (exit 1). A refused key stops the pass at once: what was committed
-// stays, the rest is picked up by the next pass.
+// before it, a step of the rolling reconciliation (with reconcile: every run of the horizon
+// instead), the details that failed before, then the Parquet export. A resource the key may not
+// read is reported and the rest still syncs; the pass is then "partial" (exit 1). A refused key
+// stops the pass at once: what was committed stays, the rest is picked up by the next pass.
 
 export interface PassOptions {
   kind?: Extract<PassKind, 'sync' | 'snapshot'>;
@@ -26,6 +27,8 @@ export interface PassOptions {
 export interface PassResult extends OperationResult {
   window: Window | null;
   reconciled: Window | null;
+  /** The step of the rolling reconciliation this pass walked (null: none, or --reconcile). */
+  rolling: RollingResult | null;
   runs: RunCounts;
   catalog: SnapshotResult | null;
   openRunsChecked: number;
@@ -41,6 +44,7 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
       ...base,
       window: null,
       reconciled: null,
+      rolling: null,
       runs: emptyRunCounts(),
       catalog: null,
       openRunsChecked: 0,
@@ -57,6 +61,7 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
         openRunsChecked: r.openRunsChecked,
         openRunsTracked: r.openRunsTracked,
         pendingRetried: r.pendingRetried,
+        rolling: r.rolling,
         export: exportCounts(r.export),
       },
       window: r.window,
@@ -108,6 +113,7 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
       result.reconciled = await reconcileHorizon(deps, window.from, result.runs);
     } else {
       result.openRunsChecked = await refreshOpenRuns(deps, horizonStart, window.from, result.runs);
+      result.rolling = await rollHorizon(deps, window.from, result.runs);
     }
     const passes = await deps.gate.use((wh) =>
       wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),

@@ -14,7 +14,10 @@ import { DEFAULT_LOCK_WAIT_MS, WarehouseGate } from './warehouse-gate.ts';
 // Builds the engine's dependencies from the configuration: the budgeted client, the warehouse
 // gate, the settings. The CLI and the worker call this; tests pass their own pieces in.
 
-export const DEFAULT_SETTINGS: Omit<SyncSettings, 'startDate' | 'lookback' | 'openRunHorizon'> = {
+export const DEFAULT_SETTINGS: Omit<
+  SyncSettings,
+  'startDate' | 'lookback' | 'openRunHorizon' | 'reconcileEvery' | 'reconcileBudget'
+> = {
   settle: 5 * MICROS_PER_SECOND,
   detailConcurrency: 8,
   bufferedPages: 8,
@@ -71,6 +74,8 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     startDate: config.startDate,
     lookback: config.lookback,
     openRunHorizon: config.openRunHorizon,
+    reconcileEvery: config.reconcileEvery,
+    reconcileBudget: config.reconcileBudget,
     ...(config.api ? { keySetting: config.api.keySetting } : {}),
     ...o.settings,
   };

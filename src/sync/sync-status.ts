@@ -3,9 +3,12 @@ import type { ResourceSpec } from '../resources/resource-types.ts';
 import { applyChanges, type SchemaChange } from '../resources/schema-evolve.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { catalogListedKey } from '../warehouse/load-catalog.ts';
+import { getState } from '../warehouse/sync-state.ts';
 import { readSchemaChanges } from '../warehouse/warehouse-schema.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
+import type { RollingState } from './rolling-plan.ts';
 import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './sync-live.ts';
+import { ROLLING_KEY } from './sync-rolling.ts';
 import type { WalkState } from './sync-walk.ts';
 
 // What `runsync status` shows, read from the warehouse's bookkeeping: where the live window stands,
@@ -42,6 +45,8 @@ export interface StatusReport {
   lastFailure: PassSummary | null;
   openRuns: { total: number; byReason: Record<string, number>; oldestCreatedAt: Micros | null };
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
+  /** Where the rolling reconciliation stands; null before its first pass, or when it is off. */
+  rolling: RollingState | null;
   rejected: number;
   walks: WalkSummary[];
   tables: Record<string, number>;
@@ -162,6 +167,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   return {
     watermark: typeof watermark === 'number' ? watermark : null,
     schemaChanges,
+    rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,
     lastPass: passes[0] ? toPass(passes[0]) : null,
     lastFailure:
       failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,

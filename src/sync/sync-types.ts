@@ -13,6 +13,10 @@ export interface SyncSettings {
   startDate: Micros | null;
   lookback: Micros;
   openRunHorizon: Micros;
+  /** Every run of the horizon re-checked within this (rolling reconciliation); null: off. */
+  reconcileEvery: Micros | null;
+  /** The share of the key's rate rolling reconciliation may use. */
+  reconcileBudget: number;
   /** How far before the pass's start its window ends (default 5 s): runs being created that
    * moment are left to the next pass, whose lookback reads them. */
   settle: Micros;

@@ -89,7 +89,7 @@ export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
     schedules: {
       runs: schedule(env, 'RUNSYNC_SCHEDULE_RUNS', '*/5 * * * *'),
       catalog: schedule(env, 'RUNSYNC_SCHEDULE_CATALOG', '0 * * * *'),
-      reconcile: schedule(env, 'RUNSYNC_SCHEDULE_RECONCILE', '30 3 * * *'),
+      reconcile: schedule(env, 'RUNSYNC_SCHEDULE_RECONCILE', 'off'),
     },
     fetchConcurrency: positiveInt(env, 'RUNSYNC_FETCH_CONCURRENCY', 4),
     fetchChunk: positiveInt(env, 'RUNSYNC_FETCH_CHUNK', 10),

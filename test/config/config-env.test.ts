@@ -34,6 +34,7 @@ describe('loadConfig', () => {
     expect(c.lookback).toBe(parseDuration('15m'));
     expect(c.openRunHorizon).toBe(parseDuration('30d'));
     expect(c).toMatchObject({ startDate: null, rateLimit: null, rateReserve: 0.05, redisUrl: null, logLevel: 'info' });
+    expect(c).toMatchObject({ reconcileEvery: parseDuration('1h'), reconcileBudget: 0.1 });
 
     const full = loadConfig({
       ...base,
@@ -43,6 +44,8 @@ describe('loadConfig', () => {
       RUNSYNC_OPEN_RUN_HORIZON: '7d',
       RUNSYNC_RATE_LIMIT: '12.5',
       RUNSYNC_RATE_RESERVE: '20%',
+      RUNSYNC_RECONCILE_EVERY: '30m',
+      RUNSYNC_RECONCILE_BUDGET: '0.25',
       REDIS_URL: 'redis://127.0.0.1:6379/0',
       LOG_LEVEL: 'DEBUG',
     });
@@ -53,9 +56,13 @@ describe('loadConfig', () => {
       openRunHorizon: parseDuration('7d'),
       rateLimit: 12.5,
       rateReserve: 0.2,
+      reconcileEvery: parseDuration('30m'),
+      reconcileBudget: 0.25,
       redisUrl: 'redis://127.0.0.1:6379/0',
       logLevel: 'debug',
     });
+    expect(loadConfig({ ...base, RUNSYNC_RECONCILE_EVERY: 'off' }).reconcileEvery).toBeNull();
+    expect(loadConfig({ ...base, RUNSYNC_RECONCILE_BUDGET: '100%' }).reconcileBudget).toBe(1);
     expect(loadConfig({ ...base, RUNSYNC_START_DATE: '2026-01-15' }).startDate).toBe(Date.UTC(2026, 0, 15) * 1000);
   });
 
@@ -91,6 +98,9 @@ describe('loadConfig', () => {
     ['RUNSYNC_RATE_LIMIT', { RUNSYNC_RATE_LIMIT: '-3' }, /positive number/],
     ['RUNSYNC_RATE_LIMIT', { RUNSYNC_RATE_LIMIT: '0' }, /positive number/],
     ['RUNSYNC_RATE_RESERVE', { RUNSYNC_RATE_RESERVE: '100%' }, /share from 0/],
+    ['RUNSYNC_RECONCILE_EVERY', { RUNSYNC_RECONCILE_EVERY: 'hourly' }, /positive duration/],
+    ['RUNSYNC_RECONCILE_BUDGET', { RUNSYNC_RECONCILE_BUDGET: '0%' }, /share above 0 up to 1/],
+    ['RUNSYNC_RECONCILE_BUDGET', { RUNSYNC_RECONCILE_BUDGET: '150%' }, /share above 0 up to 1/],
     ['REDIS_URL', { REDIS_URL: 'http://cache:6379' }, /redis:\/\//],
     ['LOG_LEVEL', { LOG_LEVEL: 'verbose' }, /one of fatal, error/],
   ])('refuses a bad %s with one line naming it', (setting, env, message) => {

@@ -94,7 +94,9 @@ describe('schema evolution', () => {
     const heldSaid = await read(async (wh) =>
       statusLines(join(dir, 'runsync.duckdb'), await readStatus(wh), sim?.clock.now() as Micros).join('\n'),
     );
-    expect(heldSaid).toMatch(/^held +\d+ new API member\(s\) kept in the raw archive only.*runs\.cost_usd DOUBLE.*table run_citations/m);
+    expect(heldSaid).toMatch(
+      /^held +\d+ new API member\(s\) kept in the raw archive only.*runs\.cost_usd DOUBLE.*table run_citations/m,
+    );
     expect(heldSaid).not.toMatch(/^new columns/m);
     expect(await read((wh) => columnsOf(wh, 'runs'))).not.toContain('cost_usd');
     const heldRuns = await read((wh) =>

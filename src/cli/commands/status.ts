@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/sync-status.ts';
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
 import { systemMicros, WarehouseLockedError, withWarehouse } from '../../warehouse/index.ts';
@@ -72,20 +73,27 @@ export function jsonReport(file: string, r: StatusReport): Record<string, unknow
   };
 }
 
+/** A length of time as people say it: 45 s, 12 min, 3 h, 4 days. */
+function formatSeconds(s: number): string {
+  if (s < 120) return `${Math.round(s)} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} days`;
+}
+
 function ago(at: Micros | null, now: Micros): string {
   if (at === null) return 'never';
-  const s = Math.round((now - at) / 1e6);
-  const rel =
-    s < 0
-      ? 'ahead of this clock'
-      : s < 120
-        ? `${s} s ago`
-        : s < 7200
-          ? `${Math.round(s / 60)} min ago`
-          : s < 172_800
-            ? `${Math.round(s / 3600)} h ago`
-            : `${Math.round(s / 86_400)} days ago`;
-  return `${formatTimestamp(at)} (${rel})`;
+  const s = (now - at) / 1e6;
+  return `${formatTimestamp(at)} (${s < 0 ? 'ahead of this clock' : `${formatSeconds(s)} ago`})`;
+}
+
+function rollingLine(r: RollingState, now: Micros): string {
+  const round = formatSeconds(r.roundMicros / 1e6);
+  const since = `every run of the horizon looked at since ${ago(verifiedSince(r), now)}`;
+  const held = r.limitedByBudget
+    ? `; RUNSYNC_RECONCILE_BUDGET holds a round to about ${round}, longer than RUNSYNC_RECONCILE_EVERY`
+    : `; a round takes about ${round}`;
+  return `reconcile     rolling: ${since}${held}`;
 }
 
 function passLine(p: PassSummary, now: Micros): string {
@@ -116,6 +124,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
     );
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
   lines.push(...schemaChangeLines(r.schemaChanges));
+  if (r.rolling) lines.push(rollingLine(r.rolling, now));
   for (const w of r.walks) {
     if (w.key === 'runs.live' && w.done) continue;
     const what =

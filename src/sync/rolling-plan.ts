@@ -1,0 +1,118 @@
+import type { Micros } from '../util/timestamp.ts';
+import type { Window } from './sync-window.ts';
+
+// Rolling reconciliation, the plan: the horizon's runs are re-listed by created time, a step per
+// pass, in rounds. A round starts at the horizon's oldest end and ends where the live window
+// begins (the live window re-lists the rest every pass). Each step covers the share of the horizon
+// that lets a round end within RUNSYNC_RECONCILE_EVERY at the pace passes have come so far, so a
+// run is looked at again no later than that after it was last looked at. The budget
+// (RUNSYNC_RECONCILE_BUDGET of the key's rate) may cut a step short: the round then takes longer,
+// and the state says by how much.
+
+export interface RollingState {
+  /** Created time where the next step starts. */
+  position: Micros;
+  roundStartedAt: Micros;
+  /** When the round before this one started: every run of the horizon was looked at since. */
+  previousRoundStartedAt: Micros | null;
+  /** When the last step was planned: the pace of passes. */
+  steppedAt: Micros;
+  /** The step being walked (its walk is saved apart); null between steps. */
+  step: Window | null;
+  /** A step of this round was cut short by the budget: the round takes about `roundMicros`. */
+  limitedByBudget: boolean;
+  /** How long a round takes at the current pace (and budget). */
+  roundMicros: Micros;
+}
+
+export interface RollingInput {
+  state: RollingState | undefined;
+  now: Micros;
+  /** The part of the horizon the live window does not re-list: [horizon start, live window start). */
+  horizon: Window;
+  every: Micros;
+}
+
+export interface RollingPlan {
+  /** The step to walk now; null when there is nothing to walk this pass. */
+  step: Window | null;
+  state: RollingState;
+}
+
+/** Passes a round is spread over, when passes come `gap` apart: one pass is kept in hand. */
+export function stepsPerRound(every: Micros, gap: Micros): number {
+  if (gap <= 0) return Number.POSITIVE_INFINITY;
+  return Math.max(1, Math.floor(every / gap) - 1);
+}
+
+export function planRollingStep({ state, now, horizon, every }: RollingInput): RollingPlan {
+  const span = Math.max(0, horizon.to - horizon.from);
+  if (!state) {
+    // The first pass lists the whole horizon by itself: the first round starts after it.
+    const fresh: RollingState = {
+      position: horizon.from,
+      roundStartedAt: now,
+      previousRoundStartedAt: null,
+      steppedAt: now,
+      step: null,
+      limitedByBudget: false,
+      roundMicros: every,
+    };
+    return { step: null, state: fresh };
+  }
+  const gap = Math.min(now - state.steppedAt, every);
+  const steps = stepsPerRound(every, gap);
+  if (!Number.isFinite(steps) || span === 0) return { step: null, state };
+  let { position, roundStartedAt, previousRoundStartedAt, limitedByBudget } = state;
+  if (position < horizon.from) position = horizon.from;
+  if (position >= horizon.to) {
+    previousRoundStartedAt = roundStartedAt;
+    roundStartedAt = now;
+    position = horizon.from;
+    limitedByBudget = false;
+  }
+  const to = Math.min(horizon.to, position + Math.ceil(span / steps)) as Micros;
+  const step = { from: position, to };
+  return {
+    step,
+    state: {
+      position,
+      roundStartedAt,
+      previousRoundStartedAt,
+      steppedAt: now,
+      step,
+      // A round held back by the budget once stays so until it ends: it ends late.
+      limitedByBudget,
+      roundMicros: (limitedByBudget ? Math.max(state.roundMicros, steps * gap) : steps * gap) as Micros,
+    },
+  };
+}
+
+/**
+ * The step cut to the runs the budget allows: `cutAt` is the created time of the first stored run
+ * past the allowance (null: the step holds no more than that). The round's length is estimated
+ * from the share of the horizon's runs a step may take.
+ */
+export function limitStep(
+  plan: RollingPlan,
+  cutAt: Micros | null,
+  allowedRuns: number,
+  horizonRuns: number,
+  gap: Micros,
+): RollingPlan {
+  if (!plan.step || cutAt === null || cutAt >= plan.step.to || cutAt <= plan.step.from) return plan;
+  const step = { from: plan.step.from, to: cutAt };
+  const roundMicros = Math.max(plan.state.roundMicros, Math.ceil(horizonRuns / Math.max(1, allowedRuns)) * gap);
+  return { step, state: { ...plan.state, step, limitedByBudget: true, roundMicros: roundMicros as Micros } };
+}
+
+/** The state once a step's walk is done: the position moves to the step's end. */
+export function stepDone(state: RollingState): RollingState {
+  return state.step ? { ...state, position: state.step.to, step: null } : state;
+}
+
+/** The oldest time every run of the horizon is known to have been looked at since. */
+export function verifiedSince(state: RollingState | undefined): Micros | null {
+  if (!state) return null;
+  return state.previousRoundStartedAt ?? state.roundStartedAt;
+}

@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import {
+  limitStep,
+  planRollingStep,
+  type RollingState,
+  stepDone,
+  stepsPerRound,
+  verifiedSince,
+} from '../../src/sync/rolling-plan.ts';
+import { MICROS_PER_DAY, MICROS_PER_MINUTE, type Micros } from '../../src/util/timestamp.ts';
+
+const HOUR = (60 * MICROS_PER_MINUTE) as Micros;
+const EVERY = HOUR;
+
+/**
+ * Passes every `gap` over `duration`, with the horizon sliding with the clock: for every created
+ * time sampled in the horizon, the longest it went between two looks (a look: a step covering it,
+ * or the first pass).
+ */
+function simulate(gap: Micros, duration: Micros, horizonDays = 30): number {
+  let state: RollingState | undefined;
+  const probes = Array.from({ length: 200 }, (_, i) => (i / 200) * horizonDays * MICROS_PER_DAY);
+  const lastLook = new Map<number, number>();
+  let worst = 0;
+  const start = 100 * MICROS_PER_DAY;
+  for (let now = start; now <= start + duration; now += gap) {
+    const horizon = { from: (now - horizonDays * MICROS_PER_DAY) as Micros, to: (now - HOUR) as Micros };
+    const plan = planRollingStep({ state, now: now as Micros, horizon, every: EVERY });
+    for (const p of probes) {
+      const created = start - horizonDays * MICROS_PER_DAY + p;
+      if (created < horizon.from || created >= horizon.to) continue;
+      const covered = state === undefined || (plan.step && created >= plan.step.from && created < plan.step.to);
+      if (covered) {
+        const before = lastLook.get(created);
+        if (before !== undefined) worst = Math.max(worst, now - before);
+        lastLook.set(created, now);
+      }
+    }
+    state = stepDone(plan.state);
+  }
+  return worst;
+}
+
+describe('the rolling reconciliation plan', () => {
+  it('spreads a round over the passes that fit in RUNSYNC_RECONCILE_EVERY, keeping one in hand', () => {
+    expect(stepsPerRound(EVERY, (5 * MICROS_PER_MINUTE) as Micros)).toBe(11);
+    expect(stepsPerRound(EVERY, (30 * MICROS_PER_MINUTE) as Micros)).toBe(1);
+    expect(stepsPerRound(EVERY, EVERY)).toBe(1);
+    expect(stepsPerRound(EVERY, 0 as Micros)).toBe(Number.POSITIVE_INFINITY);
+  });
+
+  it('looks at every run of the horizon again within the interval, at any pace of passes', () => {
+    for (const minutes of [1, 5, 7, 20, 45, 90]) {
+      const gap = (minutes * MICROS_PER_MINUTE) as Micros;
+      const worst = simulate(gap, (6 * HOUR) as Micros);
+      // A pass slower than the interval re-checks the whole horizon every time.
+      expect(worst, `passes every ${minutes} min`).toBeLessThanOrEqual(Math.max(EVERY, gap));
+    }
+  });
+
+  it('starts with the first pass (which lists the horizon itself) and walks nothing then', () => {
+    const horizon = { from: 0 as Micros, to: (10 * MICROS_PER_DAY) as Micros };
+    const plan = planRollingStep({ state: undefined, now: 5 as Micros, horizon, every: EVERY });
+    expect(plan.step).toBeNull();
+    expect(plan.state.position).toBe(0);
+    expect(verifiedSince(plan.state)).toBe(5);
+  });
+
+  it('starts a new round at the horizon start once the last one reached the live window', () => {
+    const horizon = { from: (2 * HOUR) as Micros, to: (50 * HOUR) as Micros };
+    const state: RollingState = {
+      position: horizon.to,
+      roundStartedAt: HOUR as Micros,
+      previousRoundStartedAt: null,
+      steppedAt: (60 * HOUR) as Micros,
+      step: null,
+      limitedByBudget: false,
+      roundMicros: EVERY,
+    };
+    const now = (60 * HOUR + 5 * MICROS_PER_MINUTE) as Micros;
+    const plan = planRollingStep({ state, now, horizon, every: EVERY });
+    expect(plan.step?.from).toBe(horizon.from);
+    expect(plan.state.roundStartedAt).toBe(now);
+    expect(plan.state.previousRoundStartedAt).toBe(HOUR);
+    expect(verifiedSince(plan.state)).toBe(HOUR);
+  });
+
+  it('walks nothing when no time passed since the last step', () => {
+    const horizon = { from: 0 as Micros, to: (10 * HOUR) as Micros };
+    const first = planRollingStep({ state: undefined, now: HOUR, horizon, every: EVERY });
+    expect(planRollingStep({ state: first.state, now: HOUR, horizon, every: EVERY }).step).toBeNull();
+  });
+
+  it('cuts a step to the runs the budget allows and says how long a round then takes', () => {
+    const horizon = { from: 0 as Micros, to: (10 * HOUR) as Micros };
+    const first = planRollingStep({ state: undefined, now: HOUR, horizon, every: EVERY });
+    const gap = (30 * MICROS_PER_MINUTE) as Micros;
+    const plan = planRollingStep({ state: first.state, now: (HOUR + gap) as Micros, horizon, every: EVERY });
+    expect(plan.step).toEqual(horizon);
+    const cut = limitStep(plan, (2 * HOUR) as Micros, 1_000, 10_000, gap);
+    expect(cut.step).toEqual({ from: 0, to: 2 * HOUR });
+    expect(cut.state.limitedByBudget).toBe(true);
+    expect(cut.state.roundMicros).toBe(10 * gap);
+    // A cut outside the step leaves it whole.
+    expect(limitStep(plan, null, 1_000, 500, gap)).toBe(plan);
+    expect(stepDone(cut.state).position).toBe(2 * HOUR);
+  });
+});
