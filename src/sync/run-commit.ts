@@ -56,6 +56,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     await keepReports(tx, reports, fetchedAt);
     for (const item of items) await item.bookkeeping?.(tx);
   });
+  if (deps.freshness) deps.freshness.record(changedAt(details), deps.now());
   for (const item of items) await (await item.ready).release();
   for (const f of failed)
     deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');
@@ -69,6 +70,15 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     stale: result.stale,
     childRows: result.childRows,
   });
+}
+
+function changedAt(details: readonly unknown[]): Micros[] {
+  const out: Micros[] = [];
+  for (const d of details) {
+    const u = parseTimestamp(stringMember(d, 'updated_at') ?? '');
+    if (u !== null) out.push(u);
+  }
+  return out;
 }
 
 /** DuckDB failing on what a batch holds (a payload too large for its memory), not on the warehouse. */

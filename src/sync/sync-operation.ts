@@ -2,6 +2,7 @@ import { AuthError } from '../api/index.ts';
 import { exportParquet } from '../export/export-parquet.ts';
 import { withLogFields } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
+import { FreshnessSample, type FreshnessSummary } from './freshness.ts';
 import {
   finishAudit,
   type PassKind,
@@ -37,6 +38,8 @@ export interface OperationResult {
   /** One line per problem, for people. */
   errors: string[];
   export: ExportSummary | null;
+  /** Lag from each loaded run's change to the warehouse and to Parquet (null: not measured). */
+  freshness: FreshnessSummary | null;
 }
 
 export interface OperationPlan<R extends OperationResult> {
@@ -83,14 +86,19 @@ async function operate<R extends OperationResult>(
     requests: await meter.tally(),
     errors: [],
     export: null,
+    freshness: null,
   });
   await startAudit(deps, id, plan.kind, startedAt);
+  // Passes measure how fresh they leave things; a backfill's runs are history, not news.
+  const freshness = plan.kind === 'backfill' ? undefined : new FreshnessSample();
+  const measured: SyncDeps = freshness ? { ...deps, freshness } : deps;
   let failure: unknown = null;
   try {
-    await plan.run(deps, result);
+    await plan.run(measured, result);
     if (plan.export) {
       const e = await deps.gate.use((wh) => exportParquet(wh));
       result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };
+      freshness?.exported(deps.now());
     }
     result.status = result.errors.length ? 'partial' : 'ok';
   } catch (e) {
@@ -99,6 +107,8 @@ async function operate<R extends OperationResult>(
     failure = e ?? new Error('failed');
   } finally {
     result.durationMs = Math.round(performance.now() - t0);
+    const fresh = freshness?.summary();
+    if (fresh?.warehouse) result.freshness = fresh;
     result.requests = await meter.tally();
     deps.logger[result.status === 'ok' ? 'info' : 'error'](
       {
@@ -115,7 +125,7 @@ async function operate<R extends OperationResult>(
     await finishAudit(deps, id, {
       status: result.status,
       finishedAt: deps.now(),
-      counts,
+      counts: result.freshness ? { ...(counts as object), freshness: result.freshness } : counts,
       tally: result.requests,
       errors: result.errors,
       window,

@@ -6,6 +6,7 @@ import { catalogListedKey } from '../warehouse/load-catalog.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import { readSchemaChanges } from '../warehouse/warehouse-schema.ts';
 import type { SqlRunner } from '../warehouse/warehouse-types.ts';
+import { combineLags, type FreshnessSummary, type LagStats } from './freshness.ts';
 import type { RollingState } from './rolling-plan.ts';
 import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './sync-live.ts';
 import { ROLLING_KEY } from './sync-rolling.ts';
@@ -45,6 +46,8 @@ export interface StatusReport {
   lastFailure: PassSummary | null;
   openRuns: { total: number; byReason: Record<string, number>; oldestCreatedAt: Micros | null };
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
+  /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
+  lag: { warehouse: LagStats | null; parquet: LagStats | null };
   /** Where the rolling reconciliation stands; null before its first pass, or when it is off. */
   rolling: RollingState | null;
   rejected: number;
@@ -66,6 +69,17 @@ export function statusTables(resources: readonly ResourceSpec[]): string[] {
 export const STATUS_TABLES = statusTables(RESOURCES);
 
 const n = (v: bigint | number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
+
+async function lastHourLag(db: SqlRunner): Promise<StatusReport['lag']> {
+  const rows = await db.all<{ f: string }>(
+    `SELECT CAST(counts->'freshness' AS VARCHAR) AS f FROM _sync_audit
+     WHERE (counts->'freshness') IS NOT NULL
+       AND finished_at >= (SELECT max(finished_at) FROM _sync_audit) - INTERVAL 1 HOUR`,
+  );
+  const parts = rows.map((r) => JSON.parse(r.f) as FreshnessSummary);
+  const of = (k: keyof FreshnessSummary) => combineLags(parts.flatMap((p) => (p[k] ? [p[k]] : [])));
+  return { warehouse: of('warehouse'), parquet: of('parquet') };
+}
 
 export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   const state = new Map(
@@ -168,6 +182,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     watermark: typeof watermark === 'number' ? watermark : null,
     schemaChanges,
     rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,
+    lag: await lastHourLag(db),
     lastPass: passes[0] ? toPass(passes[0]) : null,
     lastFailure:
       failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,

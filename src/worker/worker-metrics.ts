@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { ApiClient } from '../api/index.ts';
+import type { FreshnessSummary } from '../sync/freshness.ts';
 import type { WorkerQueues } from './job-context.ts';
 
 // Prometheus metrics of one worker process (scrape every worker; sum across them): passes by kind
@@ -22,6 +23,8 @@ export interface LastPass {
   finishedAtMs: number;
   watermarkMs: number | null;
   openRuns: number | null;
+  /** Lag of the pass's changes to the warehouse and to Parquet (absent: nothing measured). */
+  freshness?: FreshnessSummary | null;
 }
 
 export interface WorkerMetrics {
@@ -118,6 +121,21 @@ export function createMetrics(o: {
     async collect() {
       const p = await lastPass();
       this.set(p ? p.finishedAtMs / 1000 : UNKNOWN);
+    },
+  });
+  new Gauge({
+    name: 'runsync_change_lag_seconds',
+    help: "Seconds from a run's change (updated_at) to the warehouse or to Parquet, over the last pass's changes",
+    labelNames: ['stage', 'quantile'],
+    registers: [registry],
+    async collect() {
+      const f = (await lastPass())?.freshness;
+      for (const stage of ['warehouse', 'parquet'] as const) {
+        const l = f?.[stage];
+        this.set({ stage, quantile: '0.5' }, l ? l.p50 : UNKNOWN);
+        this.set({ stage, quantile: '0.95' }, l ? l.p95 : UNKNOWN);
+        this.set({ stage, quantile: '1' }, l ? l.max : UNKNOWN);
+      }
     },
   });
   new Gauge({

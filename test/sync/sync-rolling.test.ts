@@ -12,6 +12,7 @@ import { engineFor, type RunFacts, SETTLE, startSim, stored, tempDir, truth } fr
 // run goes unchecked longer than RUNSYNC_RECONCILE_EVERY.
 
 const EVERY = 60 * MICROS_PER_MINUTE;
+const GAP = 10 * MICROS_PER_MINUTE;
 
 /** Runs whose last change is older than `before` and that the warehouse does not show as they are. */
 function stale(want: Map<string, RunFacts>, have: Map<string, RunFacts>, before: number): string[] {
@@ -74,12 +75,20 @@ describe('rolling reconciliation', () => {
     const horizon = 30 * 24 * 60 * MICROS_PER_MINUTE;
     expect(Math.max(...spans)).toBeLessThan(horizon / 2);
 
+    // How fresh: after the first pass past the gap, every change arrived within the interval (and a
+    // pass), most within the ten minutes between passes.
+    const measured = steps.slice(1).flatMap((p) => (p.freshness?.warehouse ? [p.freshness.warehouse] : []));
+    expect(measured.length).toBeGreaterThanOrEqual(2);
+    for (const lag of measured) expect(lag.max, JSON.stringify(lag)).toBeLessThanOrEqual((EVERY + GAP) / 1e6);
+    expect(Math.max(...measured.map((l) => l.p50))).toBeLessThanOrEqual(GAP / 1e6);
+
     const wh = await openWarehouse(on.dir, { readOnly: true });
     try {
       const said = statusLines(`${on.dir}/runsync.duckdb`, await readStatus(wh), now).join('\n');
       expect(said).toMatch(
         /^reconcile +rolling: every run of the horizon looked at since .* ago\); a round takes about/m,
       );
+      expect(said).toMatch(/^lag +changes of the last hour \(\d+ runs\): to the warehouse p50 .*, p95 .*, max .*$/m);
     } finally {
       await wh.close();
     }

@@ -55,6 +55,18 @@ describe('runsync worker --dashboard', () => {
     expect(metrics).toMatch(/runsync_runs_loaded_total [1-9]\d*/);
     expect(metrics).toMatch(/runsync_lag_seconds \d/);
     expect(metrics).toMatch(/runsync_open_runs \d/);
+    // A first sync loads history, which says nothing of freshness; the passes after it do.
+    expect(metrics).toMatch(/runsync_change_lag_seconds\{stage="warehouse",quantile="0.95"\} NaN/i);
+    sim.advance('20m');
+    await eventually(
+      async () => {
+        metrics = await (await fetch(`${base}/metrics`)).text();
+        return /runsync_change_lag_seconds\{stage="warehouse",quantile="0.95"\} \d/.test(metrics);
+      },
+      60_000,
+      () => metrics,
+    );
+    expect(metrics).toMatch(/runsync_change_lag_seconds\{stage="parquet",quantile="1"\} \d/);
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 });

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import type { LagStats } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/sync-status.ts';
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
@@ -70,6 +71,14 @@ export function jsonReport(file: string, r: StatusReport): Record<string, unknow
     walks: r.walks.map((w) => ({ ...w, from: t(w.from), to: t(w.to), updatedAt: t(w.updatedAt) })),
     freshness: times(r.freshness),
     tableFreshness: times(r.tableFreshness),
+    rolling: r.rolling && {
+      position: t(r.rolling.position),
+      roundStartedAt: t(r.rolling.roundStartedAt),
+      verifiedSince: t(verifiedSince(r.rolling)),
+      roundSeconds: r.rolling.roundMicros / 1e6,
+      limitedByBudget: r.rolling.limitedByBudget,
+      step: r.rolling.step && { from: t(r.rolling.step.from), to: t(r.rolling.step.to) },
+    },
   };
 }
 
@@ -85,6 +94,16 @@ function ago(at: Micros | null, now: Micros): string {
   if (at === null) return 'never';
   const s = (now - at) / 1e6;
   return `${formatTimestamp(at)} (${s < 0 ? 'ahead of this clock' : `${formatSeconds(s)} ago`})`;
+}
+
+function lagLine(lag: StatusReport['lag']): string {
+  const part = (what: string, l: LagStats) =>
+    `${what} p50 ${formatSeconds(l.p50)}, p95 ${formatSeconds(l.p95)}, max ${formatSeconds(l.max)}`;
+  const to = [
+    lag.warehouse ? part('to the warehouse', lag.warehouse) : null,
+    lag.parquet ? part('to Parquet', lag.parquet) : null,
+  ];
+  return `lag           changes of the last hour (${lag.warehouse?.count ?? 0} runs): ${to.filter(Boolean).join('; ')}`;
 }
 
 function rollingLine(r: RollingState, now: Micros): string {
@@ -125,6 +144,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
+  if (r.lag.warehouse) lines.push(lagLine(r.lag));
   for (const w of r.walks) {
     if (w.key === 'runs.live' && w.done) continue;
     const what =
