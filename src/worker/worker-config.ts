@@ -7,7 +7,7 @@ import { parseDuration } from '../util/timestamp.ts';
 export interface WorkerSettings {
   /** BullMQ key prefix: several deployments (or tests) can share one Redis. */
   prefix: string;
-  /** Cron patterns, evaluated in UTC (six fields for seconds); null: not scheduled. */
+  /** Cron patterns, evaluated in UTC (six fields for seconds), or `continuous`; null: not scheduled. */
   schedules: { runs: string | null; catalog: string | null; reconcile: string | null };
   /** Fetch jobs one process runs at once. */
   fetchConcurrency: number;
@@ -34,12 +34,17 @@ function value(env: Env, name: string): string | null {
   return v ? v : null;
 }
 
+/** A schedule of passes back to back: the next is queued this long after the last one started. */
+export const CONTINUOUS = 'continuous';
+export const CONTINUOUS_EVERY_MS = 5_000;
+
 function schedule(env: Env, name: string, fallback: string): string | null {
   const v = value(env, name) ?? fallback;
   if (v === 'off') return null;
+  if (v === CONTINUOUS) return v;
   const fields = v.split(/\s+/);
   if (fields.length < 5 || fields.length > 6)
-    throw new ConfigError(name, `must be a cron pattern of five or six fields (UTC), or off; got "${v}"`);
+    throw new ConfigError(name, `must be a cron pattern of five or six fields (UTC), continuous, or off; got "${v}"`);
   return v;
 }
 

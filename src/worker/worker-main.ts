@@ -18,7 +18,7 @@ import {
 } from './job-context.ts';
 import { RemoteDetails } from './remote-details.ts';
 import { StagingStore } from './staging-store.ts';
-import type { WorkerSettings } from './worker-config.ts';
+import { CONTINUOUS, CONTINUOUS_EVERY_MS, type WorkerSettings } from './worker-config.ts';
 import { startDashboard } from './worker-dashboard.ts';
 import { createMetrics } from './worker-metrics.ts';
 
@@ -87,7 +87,9 @@ export async function registerSchedules(queue: Queue, settings: WorkerSettings):
     if (w)
       await queue.upsertJobScheduler(
         id,
-        { pattern: w.pattern, tz: 'UTC' },
+        // Continuous: one pass queued every few seconds, and the write queue's concurrency of one
+        // runs them back to back whenever a pass takes longer.
+        w.pattern === CONTINUOUS ? { every: CONTINUOUS_EVERY_MS } : { pattern: w.pattern, tz: 'UTC' },
         { name: w.name, data: w.data, opts: jobOpts },
       );
     else await queue.removeJobScheduler(id);

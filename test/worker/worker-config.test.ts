@@ -29,6 +29,8 @@ describe('worker settings', () => {
   it('refuses a schedule that is not a cron pattern and a prefix Redis keys should not hold', () => {
     expect(() => workerSettings({ RUNSYNC_SCHEDULE_RUNS: 'every minute' }, '/w')).toThrow(/RUNSYNC_SCHEDULE_RUNS/);
     expect(workerSettings({ RUNSYNC_SCHEDULE_RUNS: 'off' }, '/w').schedules.runs).toBeNull();
+    expect(workerSettings({ RUNSYNC_SCHEDULE_RUNS: 'continuous' }, '/w').schedules.runs).toBe('continuous');
+    expect(workerSettings({ RUNSYNC_SCHEDULE_RUNS: '*/10 * * * * *' }, '/w').schedules.runs).toBe('*/10 * * * * *');
     expect(() => workerSettings({ RUNSYNC_QUEUE_PREFIX: 'a b' }, '/w')).toThrow(/RUNSYNC_QUEUE_PREFIX/);
   });
 });

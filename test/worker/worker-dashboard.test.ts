@@ -25,7 +25,9 @@ describe('runsync worker --dashboard', () => {
     sim = await startSim({ seed: 76, size: 300, days: 5, now: systemMicros() - MICROS_PER_HOUR });
     tmp = tempDir();
     prefix = uniquePrefix();
-    const child = spawnCli(['worker', '--dashboard', '0'], workerEnv(sim, tmp.dir, prefix));
+    // Passes back to back: each after the first costs what changed.
+    const env = workerEnv(sim, tmp.dir, prefix, { RUNSYNC_SCHEDULE_RUNS: 'continuous' });
+    const child = spawnCli(['worker', '--dashboard', '0'], env);
     let out = '';
     child.stdout?.on('data', (d) => (out += d));
     child.stderr?.on('data', (d) => (out += d));
@@ -67,6 +69,14 @@ describe('runsync worker --dashboard', () => {
       () => metrics,
     );
     expect(metrics).toMatch(/runsync_change_lag_seconds\{stage="parquet",quantile="1"\} \d/);
+    await eventually(
+      async () => {
+        metrics = await (await fetch(`${base}/metrics`)).text();
+        return /runsync_passes_total\{kind="sync",status="ok"\} ([4-9]|\d\d)/.test(metrics);
+      },
+      60_000,
+      () => metrics,
+    );
     expect((await fetch(`${base}/healthz`)).status).toBe(200);
   });
 });
