@@ -31,9 +31,16 @@ export class FreshnessSample {
   private maxLag = 0;
   private oldestChange = Number.POSITIVE_INFINITY;
   private exportedAt: Micros | null = null;
+  private skipping = false;
+
+  /** Records nothing from now on (a first sync, whose changes are history). */
+  skip(): void {
+    this.skipping = true;
+  }
 
   /** Runs changed at `updatedAt` were committed at `at`. */
   record(updatedAt: readonly Micros[], at: Micros): void {
+    if (this.skipping) return;
     for (const u of updatedAt) {
       this.count++;
       this.maxLag = Math.max(this.maxLag, at - u);

@@ -37,6 +37,8 @@ export interface RollingPlan {
   /** The step to walk now; null when there is nothing to walk this pass. */
   step: Window | null;
   state: RollingState;
+  /** Time since the last step (at most the interval): what the budget allows is spread over it. */
+  gap: Micros;
 }
 
 /** Passes a round is spread over, when passes come `gap` apart: one pass is kept in hand. */
@@ -58,11 +60,11 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
       limitedByBudget: false,
       roundMicros: every,
     };
-    return { step: null, state: fresh };
+    return { step: null, state: fresh, gap: 0 as Micros };
   }
-  const gap = Math.min(now - state.steppedAt, every);
+  const gap = Math.min(now - state.steppedAt, every) as Micros;
   const steps = stepsPerRound(every, gap);
-  if (!Number.isFinite(steps) || span === 0) return { step: null, state };
+  if (!Number.isFinite(steps) || span === 0) return { step: null, state, gap };
   let { position, roundStartedAt, previousRoundStartedAt, limitedByBudget } = state;
   if (position < horizon.from) position = horizon.from;
   if (position >= horizon.to) {
@@ -75,6 +77,7 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
   const step = { from: position, to };
   return {
     step,
+    gap,
     state: {
       position,
       roundStartedAt,
@@ -98,12 +101,12 @@ export function limitStep(
   cutAt: Micros | null,
   allowedRuns: number,
   horizonRuns: number,
-  gap: Micros,
 ): RollingPlan {
   if (!plan.step || cutAt === null || cutAt >= plan.step.to || cutAt <= plan.step.from) return plan;
   const step = { from: plan.step.from, to: cutAt };
-  const roundMicros = Math.max(plan.state.roundMicros, Math.ceil(horizonRuns / Math.max(1, allowedRuns)) * gap);
-  return { step, state: { ...plan.state, step, limitedByBudget: true, roundMicros: roundMicros as Micros } };
+  const perRound = Math.ceil(horizonRuns / Math.max(1, allowedRuns)) * plan.gap;
+  const roundMicros = Math.max(plan.state.roundMicros, perRound) as Micros;
+  return { ...plan, step, state: { ...plan.state, step, limitedByBudget: true, roundMicros } };
 }
 
 /** The state once a step's walk is done: the position moves to the step's end. */

@@ -73,6 +73,8 @@ export async function syncLiveWindow(
       settle: deps.settings.settle,
     });
   let { unfinished, next } = await deps.gate.use(async (wh) => {
+    // A first sync loads history: how old it is says nothing of freshness.
+    if ((await getState<number>(wh, WATERMARK_KEY)) === undefined) deps.freshness?.skip();
     const saved = await getState<WalkState>(wh, LIVE_KEY);
     return saved && !saved.done
       ? { unfinished: saved, next: null }

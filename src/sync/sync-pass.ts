@@ -1,7 +1,7 @@
 import { PermissionError } from '../api/index.ts';
 import type { PassKind } from './sync-audit.ts';
 import { type SnapshotResult, snapshotCatalog } from './sync-catalog.ts';
-import { readWatermark, reconcileHorizon, syncLiveWindow } from './sync-live.ts';
+import { reconcileHorizon, syncLiveWindow } from './sync-live.ts';
 import { recordOpenRuns, refreshOpenRuns } from './sync-open-runs.ts';
 import { exportCounts, OperationError, type OperationResult, runOperation } from './sync-operation.ts';
 import { retryPending } from './sync-pending.ts';
@@ -71,11 +71,8 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
   });
 }
 
-async function pass(measured: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
-  measured.logger.info({ kind: result.kind }, 'pass started');
-  // A first sync loads history: how old it is says nothing of freshness.
-  const { freshness, ...unmeasured } = measured;
-  const deps = freshness && (await readWatermark(measured)) === null ? unmeasured : measured;
+async function pass(deps: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
+  deps.logger.info({ kind: result.kind }, 'pass started');
   // The catalog and the runs go side by side under the one budget: the catalog's few requests
   // and its load then cost the runs nothing. A failure of either stops the other.
   const inner = new AbortController();

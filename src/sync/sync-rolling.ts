@@ -58,11 +58,10 @@ async function planStep(deps: SyncDeps, horizon: Window, every: Micros): Promise
   return deps.gate.use(async (wh) => {
     const state = await getState<RollingState>(wh, ROLLING_KEY);
     let plan = planRollingStep({ state, now, horizon, every });
-    const gap = state ? Math.min(now - state.steppedAt, every) : 0;
-    const allowed = plan.step && gap > 0 ? await allowedRuns(deps, gap as Micros) : null;
+    const allowed = plan.step ? await allowedRuns(deps, plan.gap) : null;
     if (plan.step && allowed !== null) {
       const cut = await cutAfter(wh, plan.step, allowed);
-      if (cut !== null) plan = limitStep(plan, cut, allowed, await countRuns(wh, horizon), gap as Micros);
+      if (cut !== null) plan = limitStep(plan, cut, allowed, await countRuns(wh, horizon));
     }
     await wh.transaction((tx) => setState(tx, ROLLING_KEY, plan.state, now));
     return plan;

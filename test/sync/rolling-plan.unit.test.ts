@@ -97,12 +97,13 @@ describe('the rolling reconciliation plan', () => {
     const gap = (30 * MICROS_PER_MINUTE) as Micros;
     const plan = planRollingStep({ state: first.state, now: (HOUR + gap) as Micros, horizon, every: EVERY });
     expect(plan.step).toEqual(horizon);
-    const cut = limitStep(plan, (2 * HOUR) as Micros, 1_000, 10_000, gap);
+    expect(plan.gap).toBe(gap);
+    const cut = limitStep(plan, (2 * HOUR) as Micros, 1_000, 10_000);
     expect(cut.step).toEqual({ from: 0, to: 2 * HOUR });
     expect(cut.state.limitedByBudget).toBe(true);
     expect(cut.state.roundMicros).toBe(10 * gap);
     // A cut outside the step leaves it whole.
-    expect(limitStep(plan, null, 1_000, 500, gap)).toBe(plan);
+    expect(limitStep(plan, null, 1_000, 500)).toBe(plan);
     expect(stepDone(cut.state).position).toBe(2 * HOUR);
   });
 });
