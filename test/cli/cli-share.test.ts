@@ -1,7 +1,8 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, cpSync, mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { runCli } from '../support/cli.ts';
@@ -17,13 +18,13 @@ const why = canMakeUsers ? '' : ' (skipped: making a group and a user needs root
 const SUFFIX = Math.random().toString(36).slice(2, 8);
 const GROUP = `rsbi${SUFFIX}`;
 const USER = `rsbi${SUFFIX}u`;
-const DUCKDB = import.meta.resolve('@duckdb/node-api');
+const DUCKDB_PACKAGES = join(fileURLToPath(import.meta.resolve('@duckdb/node-api')), '..', '..', '..');
 
 // Run as the BI user: reads a Parquet file, counts runs through analytics.duckdb, and tries the
 // raw archive and runsync.duckdb.
-const READER = `
+const reader = (duckdb: string) => `
 import { readFileSync, readdirSync } from 'node:fs';
-import { DuckDBInstance } from ${JSON.stringify(DUCKDB)};
+import { DuckDBInstance } from ${JSON.stringify(duckdb)};
 const dir = process.argv[1];
 const out = {};
 const attempt = (name, fn) => { try { out[name] = fn(); } catch (e) { out[name] = e.code ?? e.message; } };
@@ -55,6 +56,8 @@ describe(`files a BI tool can read${why}`, () => {
     // Another user must be able to pass through the directories above the warehouse.
     root = mkdtempSync(join(tmpdir(), 'runsync-share-'));
     chmodSync(root, 0o711);
+    // The BI user's own copy of DuckDB: the checkout may sit where only its owner may go.
+    cpSync(DUCKDB_PACKAGES, join(root, 'node_modules', '@duckdb'), { recursive: true });
   });
   afterAll(async () => {
     await sim?.close();
@@ -67,7 +70,8 @@ describe(`files a BI tool can read${why}`, () => {
   const asBiUser = (dir: string): Record<string, unknown> => {
     const uid = Number(execFileSync('id', ['-u', USER], { encoding: 'utf8' }).trim());
     const gid = Number(execFileSync('getent', ['group', GROUP], { encoding: 'utf8' }).split(':')[2]);
-    const r = spawnSync(process.execPath, ['--input-type=module', '-e', READER, dir], {
+    const duckdb = pathToFileURL(join(root, 'node_modules', '@duckdb', 'node-api', 'lib', 'index.js')).href;
+    const r = spawnSync(process.execPath, ['--input-type=module', '-e', reader(duckdb), dir], {
       uid,
       gid,
       cwd: root,
