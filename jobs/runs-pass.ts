@@ -35,6 +35,7 @@ export default async function runsPass(
       watermarkMs: r.window ? r.window.to / 1000 : null,
       openRuns: r.openRunsTracked,
       freshness: r.freshness,
+      rateBudget: r.rateBudget,
     };
     await ctx.redis.set(`${ctx.settings.prefix}:${PASS_KEY}`, JSON.stringify(last)).catch(() => undefined);
     return { id: r.id, kind: r.kind, status: r.status, runs: r.runs, errors: r.errors };

@@ -3,8 +3,16 @@ import { silentLogger } from '../util/logger.ts';
 import { systemClock } from './budget-clock.ts';
 import { readRateHeaders } from './budget-headers.ts';
 import { MemoryBudgetStore } from './budget-memory-store.ts';
-import { learn, pacedRate, pauseUntil, takeEndpointSlot, takeSlot } from './budget-policy.ts';
-import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, HeaderMap, RateBudget } from './budget-types.ts';
+import { bucketViews, keyLimit, learn, nextLatency, pacedRate, pauseUntil, takeSlot, unsent } from './budget-policy.ts';
+import type {
+  BudgetClock,
+  BudgetPolicy,
+  BudgetSnapshot,
+  BudgetStore,
+  Grant,
+  HeaderMap,
+  RateBudget,
+} from './budget-types.ts';
 
 export interface RateBudgetOptions {
   /** Where the state lives; default: this process's memory. */
@@ -18,7 +26,8 @@ export interface RateBudgetOptions {
 }
 
 export const DEFAULT_RESERVE = 0.05;
-const MAX_RECOUNTS = 4;
+const MAX_TURNS = 6;
+const LATE_WAKE_MS = 25;
 
 /** The budget of one API key, shared by every request made through it. */
 export class SharedRateBudget implements RateBudget {
@@ -28,6 +37,11 @@ export class SharedRateBudget implements RateBudget {
   private readonly logger: Logger;
   private readonly granted: Record<string, number> = {};
   private pauses = 0;
+  private probes = 0;
+  /** The longest a request of this process took, as told to the shared state. */
+  private toldLatency = 0;
+  /** Whether a response has been seen, so the shared state need not be told again. */
+  private heard = false;
 
   constructor(options: RateBudgetOptions = {}) {
     const ceiling = options.ceilingPerSecond ?? null;
@@ -44,68 +58,94 @@ export class SharedRateBudget implements RateBudget {
     this.logger = options.logger ?? silentLogger();
   }
 
-  async acquire(endpoint: string, signal?: AbortSignal): Promise<void> {
-    for (let attempt = 1; ; attempt++) {
+  async acquire(endpoint: string, signal?: AbortSignal): Promise<Grant> {
+    for (let turn = 1; ; turn++) {
       if (signal?.aborted) throw signal.reason;
-      // An endpoint with a bucket of its own waits its turn there first, without holding a slot of
-      // the key's budget that other endpoints could use meanwhile.
-      // The time is read when the step runs, not when it is queued: with a shared store the
-      // update may wait behind others, and a slot cut from a stale "now" would lie in the past,
-      // letting several callers start at once.
-      const own = await this.store.update((s) => takeEndpointSlot(s, endpoint, this.clock.now(), this.policy));
-      const asked = this.clock.now();
-      if (own !== null && own.at > asked) await this.clock.sleep(own.at - asked, signal);
-      const slot = await this.store.update((s) => takeSlot(s, this.clock.now(), this.policy));
+      // The time is read when the step runs, not when it is queued: with a shared store the update
+      // may wait behind others, and a slot cut from a stale "now" would lie in the past.
+      const slot = await this.store.update((s) => takeSlot(s, endpoint, this.clock.now(), this.policy));
       const now = this.clock.now();
+      if ('wait' in slot) {
+        await this.clock.sleep(slot.wait - now, signal);
+        turn--;
+        continue;
+      }
       if (slot.at > now) {
         await this.clock.sleep(slot.at - now, signal);
+        // A 429 seen by another caller while we waited, or waking late (a busy event loop), makes
+        // the turn stale: sent now, it could land in a window whose room was handed out already.
+        // Ask again (bounded, so a slow process still makes progress); the stale turn is counted
+        // as not sent.
         const state = await this.store.read();
         const woke = this.clock.now();
-        // A 429 seen by another caller while we waited holds us too.
-        if (state.pausedUntilMs > woke) continue;
-        // The endpoint's own bucket was learned, or a pause came, after we took our turn in it:
-        // take a turn again, or every caller held here would start in one bunch.
-        if (state.endpoints[endpoint] !== undefined && (own === null || state.pausedUntilMs > own.pausedUntilMs))
+        if (turn < MAX_TURNS && (state.pausedUntilMs > woke || woke - slot.at > LATE_WAKE_MS)) {
+          await this.store.update((s) => ({ state: unsent(s, endpoint, slot), result: undefined }));
           continue;
-        // Woken so late (a stalled event loop) that the start would land in a window it was not
-        // counted in: count it again rather than crowd that window. Bounded, so a slow process
-        // still makes progress.
-        if (slot.countedUntil !== null && woke >= slot.countedUntil && attempt < MAX_RECOUNTS) continue;
+        }
       }
       this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
-      return;
+      if (slot.probe) this.probes++;
+      return {
+        seq: slot.seq,
+        at: Math.max(slot.at, this.clock.now()),
+        endpointSeq: slot.endpointSeq,
+        probe: slot.probe,
+      };
     }
   }
 
-  async observe(endpoint: string, status: number, headers: HeaderMap): Promise<void> {
+  async observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void> {
     const obs = readRateHeaders(headers, this.clock.now());
-    if (!obs) return;
+    if (!obs) {
+      await this.noteLatency(grant);
+      // Only a runs-list page carries the limits (as the spec has it); once one came back without
+      // them, none will tell, and requests stop waiting for one.
+      if (this.heard || endpoint !== 'runs.list') return;
+      await this.store.update((s) => ({ state: s.heard ? s : { ...s, heard: true }, result: undefined }));
+      this.heard = true;
+      return;
+    }
+    this.heard = true;
     const change = await this.store.update((s) => {
-      const state = learn(s, obs, status === 429, endpoint);
-      const own = state.endpoints[endpoint];
-      const ownChanged = own !== undefined && own.limit !== s.endpoints[endpoint]?.limit;
-      return {
-        state,
-        result:
-          state.limit !== s.limit
-            ? { rate: pacedRate(state, this.policy), own: false }
-            : ownChanged
-              ? { rate: null, own: true }
-              : undefined,
-      };
+      const state = learn(s, obs, status === 429, endpoint, grant, this.policy);
+      const before = pacedRate(s, this.policy);
+      const after = pacedRate(state, this.policy);
+      return { state, result: before !== after && after !== null && Math.abs(after - (before ?? 0)) > 0.05 * after };
     });
-    if (change?.own) this.logger.debug({ endpoint, limit: obs.limit }, "learned a rate limit of the endpoint's own");
-    else if (change) this.logger.debug({ endpoint, limit: obs.limit, rate: change.rate }, 'learned the rate limit');
+    if (change) {
+      const s = await this.store.read();
+      this.logger.debug({ endpoint, limit: obs.limit, buckets: bucketViews(s) }, 'learned the rate limit');
+    }
   }
 
-  async pause(retryAfterMs: number): Promise<void> {
+  /**
+   * A response without figures still says how long requests take from their turn (queueing in a
+   * busy process included); the shared state is told only when that grew, so it costs little.
+   */
+  private async noteLatency(grant: Grant | undefined): Promise<void> {
+    if (grant === undefined) return;
+    const took = this.clock.now() - grant.at;
+    if (took <= this.toldLatency * 1.2 + 10) return;
+    this.toldLatency = took;
+    await this.store.update((s) => ({ state: { ...s, latencyMs: nextLatency(s.latencyMs, took) }, result: undefined }));
+  }
+
+  async pause(retryAfterMs: number, endpoint?: string): Promise<void> {
     const until = this.clock.now() + Math.max(0, retryAfterMs);
     this.pauses++;
-    await this.store.update((s) => ({ state: pauseUntil(s, until), result: undefined }));
+    await this.store.update((s) => ({ state: pauseUntil(s, until, endpoint), result: undefined }));
   }
 
   async snapshot(): Promise<BudgetSnapshot> {
     const s = await this.store.read();
-    return { ...s, ratePerSecond: pacedRate(s, this.policy), granted: { ...this.granted }, pauses: this.pauses };
+    return {
+      ratePerSecond: pacedRate(s, this.policy, this.clock.now()),
+      limit: keyLimit(s),
+      buckets: bucketViews(s),
+      pausedUntilMs: s.pausedUntilMs,
+      granted: { ...this.granted },
+      pauses: this.pauses,
+      probes: this.probes,
+    };
   }
 }

@@ -15,41 +15,91 @@ export interface RateObservation {
 }
 
 /**
- * Everything the policy remembers. Plain JSON so a shared store can keep it as one value; all times
- * are wall-clock milliseconds.
+ * The limiter a bucket seems to run, guessed from how its figures move: `window` when room comes
+ * back all at once at Reset (a fixed window), `bucket` when it comes back a little at a time
+ * (token bucket, GCRA, sliding window); `unknown` until the figures tell.
  */
-export interface BudgetState {
-  /** Learned bucket size; null until a response carried X-RateLimit-Limit. */
-  limit: number | null;
-  /** Requests left in the current window: the server's last figure, or `limit` for a projected window. */
-  remaining: number | null;
-  /** End of the current window (observed or projected); null while unknown. */
+export type LimiterGuess = 'unknown' | 'window' | 'bucket';
+
+/** One server figure: what Remaining was when a request we granted as number `seq` was counted. */
+export interface Sample {
+  at: number;
+  remaining: number;
   resetAtMs: number | null;
-  /** Estimated window length: the longest time-to-reset a success reported, in whole seconds. */
-  windowMs: number | null;
-  /** The same, from 429s only (a penalty may outlast the window); used while `windowMs` is unknown. */
-  windowHintMs: number | null;
-  /** Requests granted since `remaining` was last set (the window counter). */
-  grantedInWindow: number;
-  /** No request may start before this (a 429's Retry-After applies to every caller). */
-  pausedUntilMs: number;
-  /** Pacing: the earliest start of the next request. */
-  nextSlotMs: number;
-  /**
-   * Endpoints found to have a bucket of their own, tighter than the key's (the spec limits per key,
-   * per organization and per endpoint). Each is paced on its own as well as under the key's budget,
-   * so one slow endpoint neither holds the others to its pace nor keeps meeting 429s.
-   */
-  endpoints: Readonly<Record<string, EndpointBucket>>;
+  /** Grants made (by every caller) up to and including the request the figure answered. */
+  seq: number;
+  /** Of those, the ones that took nothing from the bucket (refused with a 429, or never sent). */
+  unsent: number;
 }
 
-export interface EndpointBucket {
-  /** The endpoint's own bucket size. */
+/**
+ * What is known of one server bucket. The spec limits per key, per organization and per endpoint,
+ * and the headers report whichever has the least room, so each limit value seen is its own bucket.
+ */
+export interface BucketEstimate {
   limit: number;
-  /** Its window length, in whole seconds (the longest time-to-reset seen). */
-  windowMs: number;
-  /** The earliest start of this endpoint's next request. */
+  /** The endpoint this bucket belongs to alone; null for one every request draws on (key, org). */
+  endpoint: string | null;
+  guess: LimiterGuess;
+  /** Sustained requests per second left to us (others' use deducted); null until learned. */
+  rate: number | null;
+  /** Whether `rate` was measured from the bucket running low, rather than guessed from one figure. */
+  measured: boolean;
+  /** Window length, for a `window` guess. */
+  windowMs: number | null;
+  /** Figures that spoke for each guess. */
+  evidence: { window: number; bucket: number };
+  /** Recent figures, oldest first, for measuring how fast room comes back. */
+  samples: Sample[];
+  /** The newest figure. */
+  last: Sample | null;
+  /** A window projected to begin after `last`'s Reset, whole again; used from its start on. */
+  next: Sample | null;
+  /** No request drawing on this bucket starts before this (its 429's Retry-After). */
+  pausedUntilMs: number;
+  /** The latest start granted on this bucket: turns are handed out in time order. */
+  floorMs: number;
+  /**
+   * The bucket as a token bucket at the learned rate: its content at `levelAt`, after the turns
+   * granted up to then; set again from every figure. Null until a rate is known.
+   */
+  level: number | null;
+  levelAt: number;
+  /** When a figure of this bucket last arrived. */
+  seenAt: number;
+}
+
+export interface BudgetState {
+  /** Grants made so far by every caller, and per endpoint. */
+  seq: number;
+  seqByEndpoint: Readonly<Record<string, number>>;
+  /** By `${endpoint ?? '*'}:${limit}`. */
+  buckets: Readonly<Record<string, BucketEstimate>>;
+  /** No request at all starts before this (a 429 of a bucket every request draws on). */
+  pausedUntilMs: number;
+  /** Pacing under the ceiling: the earliest start of the next request. */
   nextSlotMs: number;
+  /** When a probe (a one-item runs-list page, for its headers) was last asked for. */
+  probeAtMs: number;
+  /** When the first turn was granted. */
+  firstGrantMs: number;
+  /** Whether a runs-list page (the one response that carries the limits) has come back yet. */
+  heard: boolean;
+  /** How long a request takes from its start to its response, recently at most. */
+  latencyMs: number;
+  /** 429s received by every caller. */
+  limited: number;
+  /** Grants that took nothing from any bucket (refused, or given up before sending), and per endpoint. */
+  unsent: number;
+  unsentByEndpoint: Readonly<Record<string, number>>;
+  /**
+   * The numbers of the recent turns that took nothing, overall and per endpoint: a turn granted
+   * before a figure and given up after it must not give that figure's room back.
+   */
+  unsentSeqs: readonly number[];
+  unsentEndpointSeqs: Readonly<Record<string, readonly number[]>>;
+  /** The bucket that sent each endpoint's latest 429, so its pause holds the right callers. */
+  refusedBy: Readonly<Record<string, string>>;
 }
 
 /** Settings shared by every process using the key. */
@@ -69,21 +119,64 @@ export interface BudgetStore {
   update<R>(step: (state: BudgetState) => { state: BudgetState; result: R }): Promise<R>;
 }
 
-export interface BudgetSnapshot extends BudgetState {
+/** What the budget has learned, as status and /metrics show it. */
+export interface BucketView {
+  /** `key` for a bucket every request draws on (the key's, the organization's), else the endpoint. */
+  scope: string;
+  /** X-RateLimit-Limit: the bucket's size, i.e. its burst. */
+  limit: number;
+  guess: LimiterGuess;
+  ratePerSecond: number | null;
+  measured: boolean;
+  windowSeconds: number | null;
+}
+
+/** What the budget had learned when an operation ended, and how much of the key's rate it used. */
+export interface BudgetUse {
+  buckets: BucketView[];
+  /** Requests per second paced to at the end (the tightest bucket every request draws on, less the reserve). */
+  ratePerSecond: number | null;
+  /** The operation's requests per second over its duration, as a share of the key's learned rate. */
+  usedShare: number | null;
+}
+
+export interface BudgetSnapshot {
   /** Requests per second currently paced to; null when unpaced (nothing learned, no ceiling). */
   ratePerSecond: number | null;
+  /** The key's bucket size as last reported; null before any response told it. */
+  limit: number | null;
+  buckets: BucketView[];
+  /** No request starts before this (a 429's Retry-After). */
+  pausedUntilMs: number;
   /** Grants per endpoint made by this process. */
   granted: Record<string, number>;
+  /** 429s this process received. */
   pauses: number;
+  /** Probes this process sent. */
+  probes: number;
+}
+
+/** A request's turn: its number, so the figures its response carries can be placed. */
+export interface Grant {
+  seq: number;
+  /** When the request was allowed to start (wall-clock ms). */
+  at: number;
+  /** The same, counting this endpoint's requests alone. */
+  endpointSeq: number;
+  /** Set when the budget would like a probe sent: its figures are getting old. */
+  probe: boolean;
 }
 
 export interface RateBudget {
   /** Resolves when a request to `endpoint` may start; rejects with the signal's reason when aborted. */
-  acquire(endpoint: string, signal?: AbortSignal): Promise<void>;
+  acquire(endpoint: string, signal?: AbortSignal): Promise<Grant>;
   /** Learns from a response's status and headers (lower-case names). */
-  observe(endpoint: string, status: number, headers: HeaderMap): Promise<void>;
-  /** Holds every caller for `retryAfterMs` from now. */
-  pause(retryAfterMs: number): Promise<void>;
+  observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void>;
+  /**
+   * A 429: holds the callers of the bucket that refused (every caller, unless the response named a
+   * bucket of the endpoint's own) for `retryAfterMs` from now.
+   */
+  pause(retryAfterMs: number, endpoint?: string): Promise<void>;
   snapshot(): Promise<BudgetSnapshot>;
 }
 

@@ -1,26 +1,33 @@
 export { systemClock } from './budget-clock.ts';
 export { readRateHeaders, resetToMs, retryAfterMs } from './budget-headers.ts';
+export { measure } from './budget-learn.ts';
 export { MemoryBudgetStore } from './budget-memory-store.ts';
-export type { EndpointSlot, Slot } from './budget-policy.ts';
+export type { Slot, Wait } from './budget-policy.ts';
 export {
+  bucketViews,
   initialBudgetState,
   learn,
   pacedRate,
   pauseUntil,
   reserveCount,
-  rollWindow,
-  takeEndpointSlot,
+  room,
   takeSlot,
 } from './budget-policy.ts';
 export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './budget-rate.ts';
 export type {
+  BucketEstimate,
+  BucketView,
   BudgetClock,
   BudgetPolicy,
   BudgetSnapshot,
   BudgetState,
   BudgetStore,
-  EndpointBucket,
+  BudgetUse,
+  Grant,
   HeaderMap,
+  LimiterGuess,
   RateBudget,
   RateObservation,
+  Sample,
 } from './budget-types.ts';
+export { budgetUse } from './budget-use.ts';

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { formatTimestamp, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import type { FaultConfig } from './sim-faults.ts';
+import { RATE_MODELS } from './sim-limiters.ts';
 import type { RateLimitConfig } from './sim-rate-limit.ts';
 import { errorBody, type ServerContext, sendJson } from './sim-server.ts';
 
@@ -53,9 +54,17 @@ export function handleAdmin(
         return sendJson(res, 200, ctx.faults.config);
       case 'GET /_sim/rate-limit':
         return sendJson(res, 200, ctx.rateLimiter.config);
-      case 'PUT /_sim/rate-limit':
-        ctx.rateLimiter.config = { ...ctx.rateLimiter.config, ...(body as Partial<RateLimitConfig>) };
+      case 'PUT /_sim/rate-limit': {
+        const next = { ...ctx.rateLimiter.config, ...(body as Partial<RateLimitConfig>) };
+        if (!(RATE_MODELS as readonly string[]).includes(next.model))
+          return sendJson(
+            res,
+            400,
+            errorBody('invalid_request', `model must be one of ${RATE_MODELS.join(', ')}`, 'sim_admin'),
+          );
+        ctx.rateLimiter.config = next;
         return sendJson(res, 200, ctx.rateLimiter.config);
+      }
       case 'POST /_sim/keys': {
         const expires = typeof body.expires_at === 'string' ? parseTimestamp(body.expires_at) : null;
         const key = ctx.keys.add({

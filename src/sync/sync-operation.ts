@@ -1,4 +1,5 @@
 import { AuthError } from '../api/index.ts';
+import { type BudgetUse, budgetUse } from '../budget/index.ts';
 import { exportParquet } from '../export/export-parquet.ts';
 import { withLogFields } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
@@ -40,6 +41,8 @@ export interface OperationResult {
   export: ExportSummary | null;
   /** Lag from each loaded run's change to the warehouse and to Parquet (null: not measured). */
   freshness: FreshnessSummary | null;
+  /** What the rate budget had learned by the end, and how much of the key's rate this used. */
+  rateBudget: BudgetUse | null;
 }
 
 export interface OperationPlan<R extends OperationResult> {
@@ -87,6 +90,7 @@ async function operate<R extends OperationResult>(
     errors: [],
     export: null,
     freshness: null,
+    rateBudget: null,
   });
   await startAudit(deps, id, plan.kind, startedAt);
   // Passes measure how fresh they leave things; a backfill's runs are history, not news.
@@ -110,6 +114,10 @@ async function operate<R extends OperationResult>(
     const fresh = freshness?.summary();
     if (fresh?.warehouse) result.freshness = fresh;
     result.requests = await meter.tally();
+    if (deps.budget) {
+      const snap = await deps.budget.snapshot().catch(() => null);
+      if (snap) result.rateBudget = budgetUse(snap, result.requests.requests, result.durationMs);
+    }
     deps.logger[result.status === 'ok' ? 'info' : 'error'](
       {
         status: result.status,
@@ -125,7 +133,11 @@ async function operate<R extends OperationResult>(
     await finishAudit(deps, id, {
       status: result.status,
       finishedAt: deps.now(),
-      counts: result.freshness ? { ...(counts as object), freshness: result.freshness } : counts,
+      counts: {
+        ...(counts as object),
+        ...(result.freshness ? { freshness: result.freshness } : {}),
+        ...(result.rateBudget ? { rate_budget: result.rateBudget } : {}),
+      },
       tally: result.requests,
       errors: result.errors,
       window,

@@ -1,3 +1,4 @@
+import type { BudgetUse } from '../budget/index.ts';
 import { CATALOG_TABLES, RESOURCES } from '../resources/registry.ts';
 import type { ResourceSpec } from '../resources/resource-types.ts';
 import { applyChanges, type SchemaChange } from '../resources/schema-evolve.ts';
@@ -48,6 +49,8 @@ export interface StatusReport {
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
   /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
   lag: { warehouse: LagStats | null; parquet: LagStats | null };
+  /** What the rate budget had learned at the end of the last pass that recorded it, and what it used. */
+  rateBudget: (BudgetUse & { passId: string }) | null;
   /** Where the rolling reconciliation stands; null before its first pass, or when it is off. */
   rolling: RollingState | null;
   rejected: number;
@@ -69,6 +72,14 @@ export function statusTables(resources: readonly ResourceSpec[]): string[] {
 export const STATUS_TABLES = statusTables(RESOURCES);
 
 const n = (v: bigint | number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
+
+async function lastBudgetUse(db: SqlRunner): Promise<StatusReport['rateBudget']> {
+  const [row] = await db.all<{ id: string; b: string }>(
+    `SELECT id, CAST(counts->'rate_budget' AS VARCHAR) AS b FROM _sync_audit
+     WHERE (counts->'rate_budget') IS NOT NULL ORDER BY finished_at DESC LIMIT 1`,
+  );
+  return row ? { ...(JSON.parse(row.b) as BudgetUse), passId: row.id } : null;
+}
 
 async function lastHourLag(db: SqlRunner): Promise<StatusReport['lag']> {
   const rows = await db.all<{ f: string }>(
@@ -183,6 +194,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     schemaChanges,
     rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,
     lag: await lastHourLag(db),
+    rateBudget: await lastBudgetUse(db),
     lastPass: passes[0] ? toPass(passes[0]) : null,
     lastFailure:
       failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,

@@ -1,6 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { ApiClient } from '../api/index.ts';
+import type { BudgetUse } from '../budget/index.ts';
 import type { FreshnessSummary } from '../sync/freshness.ts';
 import type { WorkerQueues } from './job-context.ts';
 
@@ -25,6 +26,8 @@ export interface LastPass {
   openRuns: number | null;
   /** Lag of the pass's changes to the warehouse and to Parquet (absent: nothing measured). */
   freshness?: FreshnessSummary | null;
+  /** What the rate budget had learned by the pass's end, and how much of the key's rate it used. */
+  rateBudget?: BudgetUse | null;
 }
 
 export interface WorkerMetrics {
@@ -136,6 +139,37 @@ export function createMetrics(o: {
         this.set({ stage, quantile: '0.95' }, l ? l.p95 : UNKNOWN);
         this.set({ stage, quantile: '1' }, l ? l.max : UNKNOWN);
       }
+    },
+  });
+  new Gauge({
+    name: 'runsync_rate_budget_requests_per_second',
+    help: 'Sustained rate the budget learned for each bucket the server keeps (scope: key, or an endpoint of its own)',
+    labelNames: ['scope', 'limiter', 'measured'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const b of (await lastPass())?.rateBudget?.buckets ?? []) {
+        const labels = { scope: b.scope, limiter: b.guess, measured: String(b.measured) };
+        this.set(labels, b.ratePerSecond ?? UNKNOWN);
+      }
+    },
+  });
+  new Gauge({
+    name: 'runsync_rate_budget_burst',
+    help: "Each bucket's size (X-RateLimit-Limit): requests it lets through at once when full",
+    labelNames: ['scope'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      for (const b of (await lastPass())?.rateBudget?.buckets ?? []) this.set({ scope: b.scope }, b.limit);
+    },
+  });
+  new Gauge({
+    name: 'runsync_rate_budget_used_ratio',
+    help: "The last runs pass's requests per second as a share of the key's learned rate",
+    registers: [registry],
+    async collect() {
+      this.set((await lastPass())?.rateBudget?.usedShare ?? UNKNOWN);
     },
   });
   new Gauge({

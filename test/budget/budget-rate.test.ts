@@ -36,7 +36,7 @@ class ManualClock implements BudgetClock {
   }
 }
 
-function tracked(p: Promise<void>): { done: () => boolean; promise: Promise<void> } {
+function tracked(p: Promise<unknown>): { done: () => boolean; promise: Promise<unknown> } {
   let settled = false;
   const promise = p.finally(() => (settled = true));
   return { done: () => settled, promise };
@@ -64,6 +64,8 @@ describe('SharedRateBudget', () => {
     const store = new MemoryBudgetStore();
     const a = new SharedRateBudget({ clock, store, ceilingPerSecond: 10, reserve: 0 });
     const b = new SharedRateBudget({ clock, store, ceilingPerSecond: 10, reserve: 0 });
+    const roomy = { 'x-ratelimit-limit': '1000', 'x-ratelimit-remaining': '1000' };
+    await a.observe('runs.list', 200, { ...roomy, 'x-ratelimit-reset': String(clock.now() / 1000 + 1) });
     await a.acquire('runs.get');
     const second = tracked(b.acquire('runs.get'));
     await flush();
@@ -77,6 +79,22 @@ describe('SharedRateBudget', () => {
     expect(third.done()).toBe(false);
     await clock.advance(1000);
     await third.promise;
+  });
+
+  it('sends one request alone until a response tells the limits', async () => {
+    const clock = new ManualClock();
+    const budget = new SharedRateBudget({ clock });
+    await budget.acquire('runs.list');
+    const second = tracked(budget.acquire('runs.get'));
+    await clock.advance(100);
+    expect(second.done()).toBe(false);
+    await budget.observe('runs.list', 200, {
+      'x-ratelimit-limit': '20',
+      'x-ratelimit-remaining': '19',
+      'x-ratelimit-reset': String(clock.now() / 1000 + 1),
+    });
+    await clock.advance(50);
+    await second.promise;
   });
 
   it('stops waiting when the caller aborts', async () => {
@@ -99,7 +117,8 @@ describe('SharedRateBudget', () => {
     });
     await budget.acquire('runs.list');
     const snap = await budget.snapshot();
-    expect(snap).toMatchObject({ limit: 20, windowMs: 1000, granted: { 'runs.list': 1 } });
+    expect(snap).toMatchObject({ limit: 20, granted: { 'runs.list': 1 } });
+    expect(snap.buckets).toMatchObject([{ scope: 'key', limit: 20, measured: false }]);
     expect(snap.ratePerSecond).toBeCloseTo(18);
   });
 

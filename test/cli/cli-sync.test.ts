@@ -19,7 +19,9 @@ describe('runsync backfill and status', () => {
   let to: string;
   beforeAll(async () => {
     const now = systemMicros() - MICROS_PER_HOUR;
-    sim = await startSim({ seed: 51, size: 600, days: 9, now });
+    // A token bucket whose Reset means "full again at", so status has a learned limit to show.
+    const rateLimit = { perKey: { limit: 300, windowSeconds: 1, model: 'bucket-full-at' as const } };
+    sim = await startSim({ seed: 51, size: 600, days: 9, now, rateLimit });
     dir = mkdtempSync(join(tmpdir(), 'runsync-cli-'));
     env = { RUNSYNC_API_URL: sim.url, RUNSYNC_API_KEY: sim.key, RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'info' };
     from = formatTimestamp(now - 6 * MICROS_PER_DAY);
@@ -91,6 +93,9 @@ describe('runsync backfill and status', () => {
     expect(r.stdout).toMatch(/^done\s+backfill /m);
     expect(r.stdout).toMatch(/^open runs\s+\d+ tracked/m);
     expect(r.stdout).toMatch(/^rows\s+runs \d+/m);
+    // What the budget learned of the simulator's limit, and how much of it the pass used.
+    expect(r.stdout).toMatch(/^rate budget\s+paced to [\d.]+ requests\/s(; pass \S+ used \d+% of the key's rate)?$/m);
+    expect(r.stdout).toMatch(/^ {2}key\s+[\d.]+ requests\/s \((measured|estimated)\), \d+ at once/m);
     const json = await runCli(['status', '--json'], { RUNSYNC_WAREHOUSE_DIR: dir });
     const report = JSON.parse(json.stdout) as {
       tables: Record<string, number>;

@@ -22,7 +22,8 @@ describe('runsync worker --dashboard', () => {
   });
 
   it('serves the queue dashboard and /metrics that follow the passes', { timeout: 180_000 }, async () => {
-    sim = await startSim({ seed: 76, size: 300, days: 5, now: systemMicros() - MICROS_PER_HOUR });
+    const rateLimit = { perKey: { limit: 300, windowSeconds: 1, model: 'gcra' as const } };
+    sim = await startSim({ seed: 76, size: 300, days: 5, now: systemMicros() - MICROS_PER_HOUR, rateLimit });
     tmp = tempDir();
     prefix = uniquePrefix();
     // Passes back to back: each after the first costs what changed.
@@ -57,6 +58,11 @@ describe('runsync worker --dashboard', () => {
     expect(metrics).toMatch(/runsync_runs_loaded_total [1-9]\d*/);
     expect(metrics).toMatch(/runsync_lag_seconds \d/);
     expect(metrics).toMatch(/runsync_open_runs \d/);
+    expect(metrics).toMatch(
+      /runsync_rate_budget_requests_per_second\{scope="key",limiter="\w+",measured="\w+"\} [\d.]+/,
+    );
+    expect(metrics).toMatch(/runsync_rate_budget_burst\{scope="key"\} [1-9]\d*/);
+    expect(metrics).toMatch(/runsync_rate_budget_used_ratio (nan|[\d.]+)/i);
     // A first sync loads history, which says nothing of freshness; the passes after it do.
     expect(metrics).toMatch(/runsync_change_lag_seconds\{stage="warehouse",quantile="0.95"\} NaN/i);
     sim.advance('20m');

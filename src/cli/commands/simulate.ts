@@ -1,7 +1,8 @@
 import { Command, InvalidArgumentError } from 'commander';
-import { startSimulator } from '../../simulator/index.ts';
+import { RATE_MODELS, startSimulator } from '../../simulator/index.ts';
 import type { FaultConfig } from '../../simulator/sim-faults.ts';
 import { type CliContext, EXIT_OK } from '../cli-context.ts';
+import { endpointLimits, nonNegative, type RateFlags, rateLimitConfig, rateModel } from './simulate-rate.ts';
 
 const FAULT_NAMES: Record<string, keyof FaultConfig> = {
   '5xx': 'serverErrorRate',
@@ -65,6 +66,11 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--key <key>', 'accept this API key (svc_live_…); default: a new key, printed once')
     .option('--rate-limit <n>', 'requests per window per key (0: no limit)', int(0), 50)
     .option('--rate-window <seconds>', 'rate-limit window in seconds', int(1), 1)
+    .option('--rate-model <model>', `limiter algorithm: ${RATE_MODELS.join(', ')}`, rateModel, 'fixed')
+    .option('--rate-burst <n>', 'bucket models: capacity (X-RateLimit-Limit); default --rate-limit', int(1))
+    .option('--rate-org <n>', 'requests per window for the whole organization (0: no such bucket)', int(0), 0)
+    .option('--rate-endpoint <list>', 'buckets of single endpoints, e.g. runs.get=10,runs.list=5', endpointLimits)
+    .option('--rate-neighbour <n>', 'requests per second another consumer takes from the organization', nonNegative, 0)
     .option(
       '--faults <list>',
       'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01',
@@ -75,24 +81,24 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--post-settle <share>', 'share of settled runs that change once more later (0 to 1)', share, 0.05)
     .option('--no-admin', 'do not serve the /_sim control endpoints')
     .action(
-      async (o: {
-        port: number;
-        host: string;
-        seed: number;
-        size: number;
-        days: number;
-        now?: string;
-        clock: string;
-        speed: number;
-        key?: string;
-        rateLimit: number;
-        rateWindow: number;
-        faults?: Partial<FaultConfig>;
-        faultSeed: number;
-        cursorTtl: number;
-        admin: boolean;
-        postSettle: number;
-      }) => {
+      async (
+        o: RateFlags & {
+          port: number;
+          host: string;
+          seed: number;
+          size: number;
+          days: number;
+          now?: string;
+          clock: string;
+          speed: number;
+          key?: string;
+          faults?: Partial<FaultConfig>;
+          faultSeed: number;
+          cursorTtl: number;
+          admin: boolean;
+          postSettle: number;
+        },
+      ) => {
         if (o.clock !== 'wall' && o.clock !== 'manual')
           throw new InvalidArgumentError('--clock must be wall or manual');
         const sim = await startSimulator({
@@ -107,7 +113,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           clock: o.clock,
           speed: o.speed,
           keys: [o.key ? { key: o.key } : {}],
-          rateLimit: { perKey: o.rateLimit > 0 ? { limit: o.rateLimit, windowSeconds: o.rateWindow } : null },
+          rateLimit: rateLimitConfig(o),
           faults: { ...o.faults, seed: o.faultSeed },
           cursorTtlMs: o.cursorTtl * 1000,
           runs: { postSettleFraction: o.postSettle },

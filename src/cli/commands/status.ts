@@ -12,6 +12,7 @@ import { openQueueClient, queueReport } from '../../worker/worker-client.ts';
 import { workerSettings } from '../../worker/worker-config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
 import { schemaChangeLines } from './schema-lines.ts';
+import { rateBudgetLines } from './status-budget.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
@@ -145,6 +146,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
   if (r.lag.warehouse) lines.push(lagLine(r.lag));
+  lines.push(...rateBudgetLines(r.rateBudget));
   for (const w of r.walks) {
     if (w.key === 'runs.live' && w.done) continue;
     const what =
