@@ -241,9 +241,12 @@ export function takeSlot(
   for (let turn = 0; turn < 4; turn++) {
     let moved = false;
     for (const [key, b0] of mine) {
-      const b = rolled(buckets[key] as BucketEstimate, at, seqOf(s, b0), unsentOf(s, b0));
+      const cur = buckets[key] as BucketEstimate;
+      // Rolled at the bucket's own floor, never before it: a window already projected for a later
+      // grant must not be projected afresh, with its grants forgotten, by a caller asking earlier.
+      const from = Math.max(at, cur.pausedUntilMs, cur.floorMs);
+      const b = rolled(cur, from, seqOf(s, b0), unsentOf(s, b0));
       buckets[key] = b;
-      const from = Math.max(at, b.pausedUntilMs, b.floorMs);
       const next = Math.max(from, roomAt(s, b, from, policy));
       if (next > at) {
         at = next;

@@ -109,6 +109,26 @@ describe('room', () => {
     expect(slots(s, open, 1, T0 + 20, 'runs.get').times[0]).toBeGreaterThanOrEqual(980);
     expect(slots(s, open, 1, T0 + 20, 'runs.list').times[0]).toBe(0);
   });
+
+  it('gives a window no more than its limit when callers keep asking before it begins', () => {
+    // A window of 10 a second, spent: callers asking during its last moments are given turns in
+    // the windows after it, and callers asking later, while those windows run, are queued behind
+    // them: no window gets more than 10, however many ask and whenever.
+    let s = figure(started(), 10, 0, 1000);
+    const starts: number[] = [];
+    for (let i = 0; i < 45; i++) {
+      const r = takeSlot(s, 'runs.get', i < 25 ? T0 + 900 + i : T0 + 1500 + i, open);
+      if ('wait' in r.result) throw new Error('no turn given');
+      s = r.state;
+      starts.push(r.result.at);
+    }
+    const perWindow = (k: number) => starts.filter((t) => t >= T0 + k * 1000 && t < T0 + (k + 1) * 1000).length;
+    expect(perWindow(0)).toBe(0);
+    expect(perWindow(1)).toBe(10);
+    expect(perWindow(2)).toBe(10);
+    expect(perWindow(3)).toBe(10);
+    expect(perWindow(4)).toBe(10);
+  });
 });
 
 describe('reading the headers', () => {
