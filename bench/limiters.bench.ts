@@ -88,7 +88,9 @@ function rows(c: Case, o: Outcome, n: number): BenchRow[] {
       metric: `${label}: wall / (requests / R)`,
       value: o.seconds / (answered / c.rate),
       goal: '<= 1.05',
-      note: `${o.ok}/${n} details, ${answered} answered in ${o.seconds.toFixed(1)} s; busiest second ${o.busiestDetailSecond}/${c.rate}`,
+      note:
+        `${o.ok}/${n} details, ${answered} answered in ${o.seconds.toFixed(1)} s; ` +
+        `busiest second ${o.busiestDetailSecond}/${c.rate}`,
     },
     {
       bench: 'limiters',
@@ -112,9 +114,8 @@ const bench: Bench = async (ctx: BenchContext) => {
           const c = { model, rate, workers };
           const n = Math.max(30, Math.round(rate * SECONDS * ctx.scale));
           const o = await runCase(c, n, redis, run++);
-          ctx.log(
-            `${model} R=${rate} x${workers}: ${(o.seconds / ((o.requests - o.limited) / rate)).toFixed(3)}, ${o.limited} x 429`,
-          );
+          const ratio = o.seconds / ((o.requests - o.limited) / rate);
+          ctx.log(`${model} R=${rate} x${workers}: ${ratio.toFixed(3)}, ${o.limited} x 429`);
           out.push(...rows(c, o, n));
         }
       }

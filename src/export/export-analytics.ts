@@ -66,7 +66,10 @@ async function viewSql(db: SqlRunner, t: ExportTable, root: string): Promise<str
 async function hasFiles(dir: string, partitioned: boolean): Promise<boolean> {
   if (!existsSync(dir)) return false;
   if (!partitioned) return existsSync(join(dir, DATA_FILE));
-  for (const part of await readdir(dir)) if (existsSync(join(dir, part, DATA_FILE))) return true;
+  for (const part of await readdir(dir)) {
+    const files = existsSync(join(dir, part)) ? await readdir(join(dir, part)).catch(() => []) : [];
+    if (files.some((f) => f.endsWith('.parquet'))) return true;
+  }
   return false;
 }
 

@@ -1,23 +1,34 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
 import { shareDir, shareFile } from '../util/file-share.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
 import { writeAnalyticsViews } from './export-analytics.ts';
+import {
+  DEFAULT_RUNS_PER_FILE,
+  everySpan,
+  inSpanSql,
+  type PartitionPlan,
+  planPartitions,
+  spanFile,
+} from './export-spans.ts';
 import { DATA_FILE, type ExportTable, exportTables, PARQUET_DIR, partitionDirName } from './export-tables.ts';
 
 // The Parquet export (DuckDB's COPY … TO, ZSTD). Only what the merges marked in
-// _sync_export_dirty since the last export is written: the created_date partitions of the run
-// tables that changed, the catalog tables that changed. Each partition is one file, written in a
-// hidden staging directory and then renamed over the old one, so a reader sees the old partition
-// or the new one, never part of one. The marks are cleared once every file is in place.
+// _sync_export_dirty since the last export is written: the files of the run tables' created_date
+// partitions that hold changed runs (a partition is one file, or one per span of created time on a
+// busy day: export-spans.ts), the catalog tables that changed. Each file is written in a hidden
+// staging directory and then renamed over the old one, so a reader sees the old file or the new
+// one, never part of one. The marks are cleared once every file is in place.
 
 export interface ExportOptions {
   /** Rewrite every partition and table, and drop partitions with no rows left. */
   full?: boolean;
+  /** Runs a file of a new partition holds at most, as its span is chosen (DEFAULT_RUNS_PER_FILE). */
+  runsPerFile?: number;
 }
 
 export interface ExportResult {
@@ -69,6 +80,11 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     const runsMissing = runTables.some((t) => declared.has(t.name) && !existsSync(join(root, t.name)));
     const full = options.full === true || runsMissing;
     const dates = await datesToWrite(wh, full);
+    const plans = await planPartitions(wh, dates, {
+      full,
+      root,
+      runsPerFile: options.runsPerFile ?? DEFAULT_RUNS_PER_FILE,
+    });
     const flat = flatTables.filter((t) => full || !existsSync(join(root, t.name, DATA_FILE)));
     const dirtyFlat = new Set(
       (
@@ -103,7 +119,8 @@ export async function exportParquet(wh: Warehouse, options: ExportOptions = {}):
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
     if (raiseMemory) await wh.setMemoryLimit(EXPORT_MEMORY_LIMIT);
     try {
-      for (const t of runTables) await writePartitions(wh, t, root, staging, dates, result, wh.share);
+      const files = { root, staging, share: wh.share };
+      for (const plan of plans) await writePartition(wh, runTables, plan, files, result);
       if (full) {
         await removeStalePartitions(root, runTables, new Set(dates), result);
         // An empty table still gets its directory, so the next export knows it was done.
@@ -133,41 +150,64 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
   return (await db.all<{ d: string }>(`SELECT d FROM (${sql}) ORDER BY d`)).map((r) => r.d);
 }
 
-async function writePartitions(
+interface Files {
+  root: string;
+  staging: string;
+  share: Warehouse['share'];
+}
+
+async function writePartition(
+  db: SqlRunner,
+  runTables: readonly ExportTable[],
+  plan: PartitionPlan,
+  files: Files,
+  result: ExportResult,
+): Promise<void> {
+  const part = partitionDirName(plan.date);
+  const dirs = runTables.map((t) => join(files.root, t.name, part));
+  const starts = plan.starts ?? (await everySpan(db, plan, dirs));
+  const day = `created_date = ${quoteLiteral(plan.date)}::DATE`;
+  for (const start of starts) {
+    const whole = plan.span >= 1440;
+    const runs = whole ? day : `${day} AND ${inSpanSql(plan.date, plan.span, start)}`;
+    for (const t of runTables) {
+      // One COPY per file: each sorts at most a day's rows, which stays within the memory limit
+      // however large the table grows (one partitioned COPY of the whole set does not).
+      const where =
+        whole || t.name === 'runs' ? runs : `${day} AND ${quoteIdent(t.runKey)} IN (SELECT id FROM runs WHERE ${runs})`;
+      await writeFile(db, t, where, join(part, spanFile(plan.span, start)), files, result);
+    }
+  }
+}
+
+async function writeFile(
   db: SqlRunner,
   t: ExportTable,
-  root: string,
-  staging: string,
-  dates: readonly string[],
+  where: string,
+  name: string,
+  files: Files,
   result: ExportResult,
-  share: Warehouse['share'],
 ): Promise<void> {
-  // One COPY per day: each sorts one day's rows, which stays within the memory limit however
-  // large the table grows (one partitioned COPY of the whole set does not).
-  for (const d of dates) {
-    const part = partitionDirName(d);
-    const dir = join(root, t.name, part);
-    const target = join(dir, DATA_FILE);
-    const fresh = join(staging, `${t.name}-${d}.parquet`);
-    const [copied] = await db.all<{ Count: bigint }>(
-      `COPY (SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)}
-             WHERE created_date = ${quoteLiteral(d)}::DATE ORDER BY ${t.orderBy})
-       TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
-    );
-    if (Number(copied?.Count ?? 0) > 0) {
-      await mkdir(dir, { recursive: true });
-      await shareDir(join(root, t.name), share);
-      await shareDir(dir, share);
-      await shareFile(fresh, share);
-      await rename(fresh, target);
-      result.written.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
-    } else {
-      await rm(fresh, { force: true });
-      if (existsSync(target)) {
-        await rm(target);
-        await rmdir(dir).catch(() => undefined);
-        result.removed.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
-      }
+  const target = join(files.root, t.name, name);
+  const dir = dirname(target);
+  const fresh = join(files.staging, `${t.name}-${name.replaceAll('/', '-')}`);
+  const [copied] = await db.all<{ Count: bigint }>(
+    `COPY (SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${where} ORDER BY ${t.orderBy})
+     TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
+  );
+  if (Number(copied?.Count ?? 0) > 0) {
+    await mkdir(dir, { recursive: true });
+    await shareDir(join(files.root, t.name), files.share);
+    await shareDir(dir, files.share);
+    await shareFile(fresh, files.share);
+    await rename(fresh, target);
+    result.written.push(join(PARQUET_DIR, t.name, name));
+  } else {
+    await rm(fresh, { force: true });
+    if (existsSync(target)) {
+      await rm(target);
+      await rmdir(dir).catch(() => undefined);
+      result.removed.push(join(PARQUET_DIR, t.name, name));
     }
   }
 }

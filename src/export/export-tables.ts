@@ -10,11 +10,18 @@ export interface ExportTable {
   name: string;
   partitioned: boolean;
   orderBy: string;
+  /** The column naming a row's run (or catalog object): its own key, or a child's parent key. */
+  runKey: string;
 }
 
 export function exportTables(resources: readonly ResourceSpec[]): ExportTable[] {
   return resources.flatMap((r) =>
-    tablesOf(r).map((t) => ({ name: t.name, partitioned: t.partitioned, orderBy: t.orderBy })),
+    tablesOf(r).map((t) => ({
+      name: t.name,
+      partitioned: t.partitioned,
+      orderBy: t.orderBy,
+      runKey: t.child ? t.child.parentKey : r.key,
+    })),
   );
 }
 

@@ -93,7 +93,7 @@ export async function applyCatalogPlan(tx: SqlRunner, resource: ResourceSpec, pl
     dirty.add(table).add(history);
   }
 
-  for (const t of dirty) await tx.run(`INSERT INTO _sync_export_dirty VALUES ($1, NULL)`, [t]);
+  for (const t of dirty) await tx.run(`INSERT INTO _sync_export_dirty (table_name) VALUES ($1)`, [t]);
 }
 
 /** Adds an is_deleted version repeating each current version of the staged ids, and closes the current one. */

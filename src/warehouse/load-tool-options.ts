@@ -114,6 +114,6 @@ async function replaceList(
     items.map((i) => i.row),
     { fetched_at: fetchedAt },
   );
-  await tx.run(`INSERT INTO _sync_export_dirty VALUES ('run_tool_options', NULL)`);
+  await tx.run(`INSERT INTO _sync_export_dirty (table_name) VALUES ('run_tool_options')`);
   return { changed: true, stale: false };
 }

@@ -111,11 +111,12 @@ FROM (
     return `CREATE OR REPLACE TEMP TABLE _stage_pick AS
 WITH k AS (
   SELECT _file AS filename, _seq AS seq, ${id} AS id, ${updated} AS updated_at, _fetched_at AS fetched_at,
-         _hash AS payload_hash, _created_date AS created_date, _child_rows AS child_rows
+         _hash AS payload_hash, _created_date AS created_date, ${this.member('created_at')} AS created_at,
+         _child_rows AS child_rows
   FROM _stage_run
   QUALIFY row_number() OVER (PARTITION BY ${id} ORDER BY ${updated} DESC, _fetched_at DESC, _file DESC, _seq DESC) = 1
 )
-SELECT k.*, cur.created_date AS old_created_date,
+SELECT k.*, cur.created_date AS old_created_date, cur.created_at AS old_created_at,
   CASE
     WHEN cur.id IS NULL THEN 'new'
     WHEN k.updated_at > cur.updated_at THEN 'newer'
@@ -198,10 +199,11 @@ SELECT ${exprs.join(', ')} FROM (
 
   /** Everything the merge writes once the batch is judged, staging dropped at the end. */
   merge(range: ReplacedRange | null): string[] {
-    const dirty = `INSERT INTO _sync_export_dirty
-SELECT DISTINCT 'runs', d FROM (
-  SELECT created_date AS d FROM _stage_pick WHERE ${APPLIED}
-  UNION ALL SELECT old_created_date FROM _stage_pick WHERE ${APPLIED} AND old_created_date IS NOT NULL
+    const dirty = `INSERT INTO _sync_export_dirty (table_name, created_date, created_at)
+SELECT DISTINCT 'runs', d, t FROM (
+  SELECT created_date AS d, created_at AS t FROM _stage_pick WHERE ${APPLIED}
+  UNION ALL SELECT old_created_date, old_created_at FROM _stage_pick
+  WHERE ${APPLIED} AND old_created_date IS NOT NULL
 )`;
     return [
       dirty,

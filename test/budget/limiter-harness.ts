@@ -29,7 +29,6 @@ class ManualClock implements BudgetClock {
       this.timers.sort((a, b) => a.at - b.at);
       const next = this.timers[0];
       if (!next || next.at > until) {
-        if (process.env.TRACE) console.log('run ends', this.t - 1_800_000_000_000, next?.at, this.timers.length);
         this.t = until;
         return;
       }
@@ -113,12 +112,6 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
             }
           : {};
       await budget.observe(endpoint, d?.allowed === false ? 429 : 200, headers, grant);
-      if (process.env.TRACE && headers['x-ratelimit-limit']) {
-        const b = (await budget.snapshot()).buckets[0];
-        console.log(
-          `${((clock.now() - T0) / 1000).toFixed(3)} ${endpoint} ${d?.allowed ? 200 : 429} rem=${d?.remaining} reset=+${((Number(d?.reset) * 1000 - clock.now()) / 1000).toFixed(2)} seq=${grant.seq} -> ${b?.guess} ${b?.ratePerSecond?.toFixed(2)} ${b?.measured}`,
-        );
-      }
       if (d && !d.allowed) {
         limited++;
         await budget.pause(d.retryAfter * 1000, endpoint);
