@@ -98,16 +98,30 @@ function weigh(b: BucketEstimate, p: Sample, o: Sample): { window: number; bucke
 }
 
 /**
- * Window length from Reset stepping on between windows: the shortest step seen. Reset is given in
- * whole seconds, so how far off it lies from one figure says little; only steps are trusted.
+ * Window length from Reset stepping on between windows. Reset is given in whole seconds, so how
+ * far off it lies from one figure says little; only steps are trusted. Figures may be windows
+ * apart (probes come every few seconds), so a step is a whole number of windows: as many as the
+ * requests between the figures need, at `limit` a window, and the window is the greatest common
+ * divisor of the steps seen.
  */
 function windowFrom(b: BucketEstimate, p: Sample | undefined, o: Sample): number | null {
   let w = b.windowMs;
   if (p?.resetAtMs != null && o.resetAtMs !== null && o.at >= p.resetAtMs && o.resetAtMs > p.resetAtMs) {
-    const step = Math.round((o.resetAtMs - p.resetAtMs) / 1000) * 1000;
-    if (step > 0 && (w === null || step < w)) w = step;
+    const seconds = Math.round((o.resetAtMs - p.resetAtMs) / 1000);
+    if (seconds <= 0) return w;
+    // The windows after p's took the requests sent since p that p's window had no room for, and
+    // o's window has Remaining left besides: at `limit` a window, at least this many windows.
+    const later = o.seq - p.seq - (o.unsent - p.unsent) - p.remaining + o.remaining;
+    let windows = Math.max(1, Math.ceil(later / b.limit));
+    while (windows < seconds && seconds % windows !== 0) windows++;
+    const step = (Math.floor(seconds / Math.min(windows, seconds)) || 1) * 1000;
+    w = w === null ? step : gcd(w, step);
   }
   return w;
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
 }
 
 interface Measure {
