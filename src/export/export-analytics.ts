@@ -67,7 +67,7 @@ async function hasFiles(dir: string, partitioned: boolean): Promise<boolean> {
   if (!existsSync(dir)) return false;
   if (!partitioned) return existsSync(join(dir, DATA_FILE));
   for (const part of await readdir(dir)) {
-    const files = existsSync(join(dir, part)) ? await readdir(join(dir, part)).catch(() => []) : [];
+    const files = await readdir(join(dir, part)).catch(() => []);
     if (files.some((f) => f.endsWith('.parquet'))) return true;
   }
   return false;

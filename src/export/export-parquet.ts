@@ -8,6 +8,7 @@ import { quoteIdent, quoteLiteral } from '../warehouse/warehouse-sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/warehouse-types.ts';
 import { writeAnalyticsViews } from './export-analytics.ts';
 import {
+  DAY_MINUTES,
   DEFAULT_RUNS_PER_FILE,
   everySpan,
   inSpanSql,
@@ -167,8 +168,8 @@ async function writePartition(
   const dirs = runTables.map((t) => join(files.root, t.name, part));
   const starts = plan.starts ?? (await everySpan(db, plan, dirs));
   const day = `created_date = ${quoteLiteral(plan.date)}::DATE`;
+  const whole = plan.span >= DAY_MINUTES;
   for (const start of starts) {
-    const whole = plan.span >= 1440;
     const runs = whole ? day : `${day} AND ${inSpanSql(plan.date, plan.span, start)}`;
     for (const t of runTables) {
       // One COPY per file: each sorts at most a day's rows, which stays within the memory limit

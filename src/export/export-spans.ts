@@ -17,7 +17,7 @@ import { DATA_FILE, partitionDirName } from './export-tables.ts';
 export const DEFAULT_RUNS_PER_FILE = 2000;
 /** Spans in minutes, widest first; each divides a day. */
 const SPANS = [1440, 720, 360, 240, 120, 60, 30, 15, 10, 5];
-const DAY_MINUTES = 1440;
+export const DAY_MINUTES = 1440;
 
 /** The widest span whose files would hold at most `runsPerFile` of a day of `expectedRuns`. */
 export function chooseSpan(expectedRuns: number, runsPerFile: number): number {
@@ -107,7 +107,7 @@ export async function planPartitions(
   if (!options.full) {
     const marks = await db.all<{ d: string; m: bigint | null }>(
       `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d,
-              (epoch(created_at)::BIGINT - epoch(created_date)::BIGINT) // 60 AS m
+              ${spanStartSql(1)} AS m
        FROM _sync_export_dirty WHERE table_name = 'runs' AND created_date IN (${list})`,
     );
     for (const { d, m } of marks) {
