@@ -5,9 +5,9 @@ import { defineConfig } from 'vitest/config';
 // file at a time, so the machine's other work does not crowd their seconds.
 const PACED = [
   'test/budget/**/*.test.ts',
-  'test/simulator/sim-rate-limit.test.ts',
-  'test/api/api-setup.test.ts',
-  'test/worker/worker-fleet.test.ts',
+  'test/simulator/rate-limit.test.ts',
+  'test/api/setup.test.ts',
+  'test/worker/fleet.test.ts',
 ];
 
 export default defineConfig({

@@ -1,13 +1,13 @@
 import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { DEFAULT_RUNS_PER_FILE } from '../src/export/export-spans.ts';
 import { exportParquet } from '../src/export/index.ts';
+import { DEFAULT_RUNS_PER_FILE } from '../src/export/spans.ts';
+import { SimClock } from '../src/simulator/clock.ts';
 import { SimWorld } from '../src/simulator/index.ts';
-import { SimClock } from '../src/simulator/sim-clock.ts';
 import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { loadRunDetails, openWarehouse } from '../src/warehouse/index.ts';
-import type { Warehouse } from '../src/warehouse/warehouse-types.ts';
+import type { Warehouse } from '../src/warehouse/types.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
 // What the Parquet export after a short pass writes, on busy days (RUNS runs a day): the runs a

@@ -1,7 +1,7 @@
 import { Redis } from 'ioredis';
 import { ApiClient } from '../src/api/index.ts';
-import { RedisBudgetStore } from '../src/budget/budget-redis-store.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
+import { RedisBudgetStore } from '../src/budget/redis-store.ts';
 import { RATE_MODELS, type RateModel, type Simulator, startSimulator } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 

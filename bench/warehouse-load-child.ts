@@ -12,9 +12,9 @@
 import { createReadStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { listArchiveFiles } from '../src/archive/archive-paths.ts';
-import { ArchiveWriter } from '../src/archive/archive-writer.ts';
-import { exportParquet } from '../src/export/export-parquet.ts';
+import { listArchiveFiles } from '../src/archive/paths.ts';
+import { ArchiveWriter } from '../src/archive/writer.ts';
+import { exportParquet } from '../src/export/parquet.ts';
 import { RUNS } from '../src/resources/registry.ts';
 import { WarehouseGate } from '../src/sync/warehouse-gate.ts';
 import { limitHeapGrowth } from '../src/util/heap-growth.ts';
@@ -23,9 +23,9 @@ import { appendRows, createStageLike } from '../src/warehouse/append-rows.ts';
 import { flattenRunDetail } from '../src/warehouse/flatten-run.ts';
 import type { Row } from '../src/warehouse/flatten-values.ts';
 import { loadRunDetails, stageAndMerge } from '../src/warehouse/load-runs.ts';
-import { openWarehouse } from '../src/warehouse/warehouse-open.ts';
-import { sqlRunner } from '../src/warehouse/warehouse-sql.ts';
-import type { SqlRunner } from '../src/warehouse/warehouse-types.ts';
+import { openWarehouse } from '../src/warehouse/open.ts';
+import { sqlRunner } from '../src/warehouse/sql.ts';
+import type { SqlRunner } from '../src/warehouse/types.ts';
 
 /** The lines of a file, split on newline bytes and decoded one line at a time. */
 async function* lines(file: string): AsyncGenerator<string> {

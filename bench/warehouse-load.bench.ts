@@ -4,11 +4,11 @@ import { createWriteStream, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SimClock } from '../src/simulator/sim-clock.ts';
-import { SimWorld } from '../src/simulator/sim-world.ts';
+import { SimClock } from '../src/simulator/clock.ts';
+import { SimWorld } from '../src/simulator/world.ts';
 import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { toJsonText } from '../src/warehouse/json-text.ts';
-import { DEFAULT_MEMORY_LIMIT } from '../src/warehouse/warehouse-open.ts';
+import { DEFAULT_MEMORY_LIMIT } from '../src/warehouse/open.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
 // Loads N run details from the simulator's generator (N = 20,000 at scale 1: about a million

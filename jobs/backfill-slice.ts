@@ -1,5 +1,5 @@
-import { type BackfillSpec, runBackfill } from '../src/sync/sync-backfill.ts';
-import type { RunCounts } from '../src/sync/sync-types.ts';
+import { type BackfillSpec, runBackfill } from '../src/sync/backfill.ts';
+import type { RunCounts } from '../src/sync/types.ts';
 import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
 

@@ -1,4 +1,4 @@
-import { exportParquet } from '../src/export/export-parquet.ts';
+import { exportParquet } from '../src/export/parquet.ts';
 import { type JobContext, objectPayload } from '../src/worker/job-context.ts';
 
 // The parent of a queued backfill's slices: it runs once every slice is loaded, writes the

@@ -1,4 +1,4 @@
-import { type PassResult, runPass } from '../src/sync/sync-pass.ts';
+import { type PassResult, runPass } from '../src/sync/pass.ts';
 import type { JobContext } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
 

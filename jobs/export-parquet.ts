@@ -1,4 +1,4 @@
-import { exportParquet } from '../src/export/export-parquet.ts';
+import { exportParquet } from '../src/export/parquet.ts';
 import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
 
 // The Parquet export of what changed since the last one (`full` rewrites everything).

@@ -1,7 +1,7 @@
-import { type PassResult, runPass } from '../src/sync/sync-pass.ts';
+import { type PassResult, runPass } from '../src/sync/pass.ts';
 import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
-import { type LastPass, PASS_KEY } from '../src/worker/worker-metrics.ts';
+import { type LastPass, PASS_KEY } from '../src/worker/metrics.ts';
 
 // The scheduled runs pass (every 5 minutes by default; with `reconcile`, daily): the live window,
 // the open runs, the details that failed before, then the Parquet export. Details are fetched by

@@ -1,5 +1,5 @@
 -- Parquet files that keep up with short passes: a busy day's partition is split into files by
--- spans of created time (src/export/export-spans.ts). A run's export mark carries its created time,
+-- spans of created time (src/export/spans.ts). A run's export mark carries its created time,
 -- so only the file of its span is rewritten; a mark without one (made before) rewrites the day.
 ALTER TABLE _sync_export_dirty ADD COLUMN created_at TIMESTAMPTZ;
 

@@ -8,11 +8,11 @@ export type {
   PageRequest,
   RunDetailResult,
   RunDetailsOptions,
-} from './api-client.ts';
-export { ApiClient, encodeSegment } from './api-client.ts';
-export { type ConcurrentFetchOptions, FetchPool, fetchConcurrently, type ItemResult } from './api-details.ts';
-export { CATALOG_KINDS, type CatalogKind, type EndpointName, endpointInfo, type SchemaName } from './api-endpoints.ts';
-export * from './api-errors.ts';
+} from './client.ts';
+export { ApiClient, encodeSegment } from './client.ts';
+export { type ConcurrentFetchOptions, FetchPool, fetchConcurrently, type ItemResult } from './details.ts';
+export { CATALOG_KINDS, type CatalogKind, type EndpointName, endpointInfo, type SchemaName } from './endpoints.ts';
+export * from './errors.ts';
 export {
   encodeQuery,
   GUARDRAIL_TYPE_FILTER,
@@ -27,9 +27,9 @@ export {
   TOOL_TYPE_FILTER,
   type ToolListFilter,
   toolListQuery,
-} from './api-filters.ts';
-export { type PageInfo, Paginator, type PaginatorOptions } from './api-paginator.ts';
-export { createApiPool, type PoolOptions } from './api-pool.ts';
+} from './filters.ts';
+export { type PageInfo, Paginator, type PaginatorOptions } from './paginator.ts';
+export { createApiPool, type PoolOptions } from './pool.ts';
 export {
   backoffDelay,
   classify,
@@ -38,8 +38,8 @@ export {
   type Outcome,
   type RetryPolicy,
   type Verdict,
-} from './api-retry.ts';
-export { type ApiSetup, createApiClient } from './api-setup.ts';
-export type { ApiStats } from './api-transport.ts';
-export type * from './api-types.ts';
-export { createRecordValidator, type RecordValidator, type ValidationMode } from './api-validate.ts';
+} from './retry.ts';
+export { type ApiSetup, createApiClient } from './setup.ts';
+export type { ApiStats } from './transport.ts';
+export type * from './types.ts';
+export { createRecordValidator, type RecordValidator, type ValidationMode } from './validate.ts';

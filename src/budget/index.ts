@@ -1,8 +1,8 @@
-export { systemClock } from './budget-clock.ts';
-export { readRateHeaders, resetToMs, retryAfterMs } from './budget-headers.ts';
-export { measure } from './budget-learn.ts';
-export { MemoryBudgetStore } from './budget-memory-store.ts';
-export type { Slot, Wait } from './budget-policy.ts';
+export { systemClock } from './clock.ts';
+export { readRateHeaders, resetToMs, retryAfterMs } from './headers.ts';
+export { measure } from './learn.ts';
+export { MemoryBudgetStore } from './memory-store.ts';
+export type { Slot, Wait } from './policy.ts';
 export {
   bucketViews,
   initialBudgetState,
@@ -12,8 +12,8 @@ export {
   reserveCount,
   room,
   takeSlot,
-} from './budget-policy.ts';
-export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './budget-rate.ts';
+} from './policy.ts';
+export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './rate.ts';
 export type {
   BucketEstimate,
   BucketView,
@@ -29,5 +29,5 @@ export type {
   RateBudget,
   RateObservation,
   Sample,
-} from './budget-types.ts';
-export { budgetUse } from './budget-use.ts';
+} from './types.ts';
+export { budgetUse } from './use.ts';

@@ -2,8 +2,7 @@ import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config/index.ts';
 import { limitHeapGrowth } from '../util/heap-growth.ts';
-import { DEFAULT_GRACE_MS, shutdownGraceMs } from '../worker/worker-config.ts';
-import { type CliContext, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './cli-context.ts';
+import { DEFAULT_GRACE_MS, shutdownGraceMs } from '../worker/config.ts';
 import { backfillCommand } from './commands/backfill.ts';
 import { demoCommand } from './commands/demo.ts';
 import { exportCommand } from './commands/export.ts';
@@ -14,6 +13,7 @@ import { simulateCommand } from './commands/simulate.ts';
 import { statusCommand } from './commands/status.ts';
 import { snapshotCommand, syncCommand } from './commands/sync.ts';
 import { workerCommand } from './commands/worker.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './context.ts';
 import { allSettingsHelp, COMMAND_SETTINGS, envHelp, packageVersion } from './env-help.ts';
 import { handleStopSignals, type StopHandling } from './stop-signals.ts';
 

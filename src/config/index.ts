@@ -1,4 +1,4 @@
-export { ensureWritableDir, prepareWarehouseDir } from './config-dirs.ts';
+export { ensureWritableDir, prepareWarehouseDir } from './dirs.ts';
 export {
   type ApiConfig,
   configuredLogger,
@@ -7,7 +7,7 @@ export {
   loadConfig,
   progressEvery,
   type RunsyncConfig,
-} from './config-env.ts';
-export { ConfigError } from './config-error.ts';
-export { shareGroup } from './config-share.ts';
-export { apiBaseUrl, isLoopbackHost } from './config-url.ts';
+} from './env.ts';
+export { ConfigError } from './error.ts';
+export { shareGroup } from './share.ts';
+export { apiBaseUrl, isLoopbackHost } from './url.ts';

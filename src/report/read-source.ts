@@ -1,9 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { openWarehouse } from '../warehouse/warehouse-open.ts';
-import { sqlRunner } from '../warehouse/warehouse-sql.ts';
-import { ANALYTICS_FILE, type SqlRunner } from '../warehouse/warehouse-types.ts';
+import { openWarehouse } from '../warehouse/open.ts';
+import { sqlRunner } from '../warehouse/sql.ts';
+import { ANALYTICS_FILE, type SqlRunner } from '../warehouse/types.ts';
 
 // What `runsync query` and `runsync report` read: the warehouse file, opened read-only (refused
 // while a writer holds it: WarehouseLockedError), or analytics.duckdb, the views over the Parquet

@@ -1,5 +1,5 @@
-import { columnsOf, type Shape } from './resource-shape.ts';
-import type { ChildSpec, ColumnSpec, ResourceSpec } from './resource-types.ts';
+import { columnsOf, type Shape } from './shape.ts';
+import type { ChildSpec, ColumnSpec, ResourceSpec } from './types.ts';
 
 // Every resource runsync syncs, declared once. Add a member here and its column appears in the
 // table, its history, the staging SQL, the Parquet files and the analytics views; a member the API

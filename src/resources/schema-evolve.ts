@@ -1,6 +1,6 @@
-import { columnName } from './resource-shape.ts';
-import type { ChildSpec, ColumnKind, ColumnSpec, ResourceSpec } from './resource-types.ts';
 import { type KnownNode, knownNode, mergeObserved, type Observed } from './schema-observe.ts';
+import { columnName } from './shape.ts';
+import type { ChildSpec, ColumnKind, ColumnSpec, ResourceSpec } from './types.ts';
 
 // Schema evolution as a pure plan: what the API sent beyond the schema (an observed type tree)
 // becomes new columns, wider column types and new child tables; the ledger of those changes

@@ -1,5 +1,5 @@
 import { parseStrictTimestamp } from '../util/timestamp.ts';
-import type { ChildSpec, ColumnSpec, ResourceSpec } from './resource-types.ts';
+import type { ChildSpec, ColumnSpec, ResourceSpec } from './types.ts';
 
 // What the API sent that the schema does not hold yet: a type tree of the members no column reads
 // and of the values of columns added since their declaration (whose type may need widening). It

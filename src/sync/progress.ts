@@ -1,7 +1,7 @@
 import type { ApiClient, ListPage } from '../api/index.ts';
 import type { Logger } from '../util/logger.ts';
 import { DetailFetcher, type DetailSource } from './detail-fetcher.ts';
-import type { SyncDeps } from './sync-types.ts';
+import type { SyncDeps } from './types.ts';
 
 // How far long work has come: runs listed, details asked for and fetched, the rate, and when it
 // should end. A tracker is given to the engine as a decorated set of dependencies (the client's

@@ -1,5 +1,5 @@
 import type { Micros } from '../util/timestamp.ts';
-import type { Window } from './sync-window.ts';
+import type { Window } from './window.ts';
 
 // Rolling reconciliation, the plan: the horizon's runs are re-listed by created time, a step per
 // pass, in rounds. A round starts at the horizon's oldest end and ends where the live window

@@ -4,11 +4,11 @@ import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { safeJsonText, stringMember } from '../warehouse/json-text.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
 import { loadRunDetails, OUTSIZED_MEMORY_LIMIT, type RunLoadResult } from '../warehouse/load-runs.ts';
-import { US_TO_TSTZ } from '../warehouse/warehouse-sql.ts';
-import type { SqlRunner } from '../warehouse/warehouse-types.ts';
+import { US_TO_TSTZ } from '../warehouse/sql.ts';
+import type { SqlRunner } from '../warehouse/types.ts';
 import type { DetailBatch } from './detail-fetcher.ts';
 import type { PipelineItem } from './load-pipeline.ts';
-import { addRunCounts, type RunCounts, type SyncDeps } from './sync-types.ts';
+import { addRunCounts, type RunCounts, type SyncDeps } from './types.ts';
 
 // One commit of run work: the details that arrived, merged with their bookkeeping (checkpoints,
 // watermarks) in one transaction. Details that could not be fetched go to _sync_pending_runs in

@@ -1,8 +1,8 @@
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
-import type { WarehouseLockedError } from '../warehouse/warehouse-errors.ts';
-import { openWarehouse } from '../warehouse/warehouse-open.ts';
-import type { Warehouse, WarehouseOptions } from '../warehouse/warehouse-types.ts';
+import type { WarehouseLockedError } from '../warehouse/errors.ts';
+import { openWarehouse } from '../warehouse/open.ts';
+import type { Warehouse, WarehouseOptions } from '../warehouse/types.ts';
 
 // The sync engine's only way into runsync.duckdb. DuckDB lets one process hold the file, and even
 // a reader is refused beside it, so the engine opens the file for each unit of work (a load, a

@@ -8,7 +8,7 @@ import { setFlagsFromString } from 'node:v8';
 // at 25% a load of 20,000 run details ran about 110 of them, and with V8's own growth the same
 // load took a quarter less CPU (18.4 s against 24.4 s) but peaked 110 MB higher. At 50%, with
 // DuckDB's memory limit lowered to leave the peak where it was, the load took a fifth less time
-// (warehouse-open.ts has the figures). V8 reads this factor at every collection, so setting it
+// (warehouse/open.ts has the figures). V8 reads this factor at every collection, so setting it
 // once the process runs takes effect; an operator's own flag (NODE_OPTIONS or the command line)
 // is left as it is.
 

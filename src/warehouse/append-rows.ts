@@ -8,8 +8,8 @@ import {
   timestampTZValue,
 } from '@duckdb/node-api';
 import type { Row } from './flatten-values.ts';
-import { quoteIdent } from './warehouse-sql.ts';
-import type { SqlRunner } from './warehouse-types.ts';
+import { quoteIdent } from './sql.ts';
+import type { SqlRunner } from './types.ts';
 
 // Bulk-appends flattened rows into an existing table (a staging copy of a warehouse table) with
 // DuckDB's Appender, converting each cell to the column's type: timestamps from integer

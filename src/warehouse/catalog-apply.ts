@@ -1,10 +1,10 @@
-import { childColumns } from '../resources/resource-tables.ts';
-import type { ResourceSpec } from '../resources/resource-types.ts';
+import { childColumns } from '../resources/tables.ts';
+import type { ResourceSpec } from '../resources/types.ts';
 import { appendRows, createStageLike } from './append-rows.ts';
 import type { CatalogPlan } from './catalog-plan.ts';
 import type { Row } from './flatten-values.ts';
-import { quoteIdent, tableColumns, US_TO_TSTZ } from './warehouse-sql.ts';
-import type { SqlRunner } from './warehouse-types.ts';
+import { quoteIdent, tableColumns, US_TO_TSTZ } from './sql.ts';
+import type { SqlRunner } from './types.ts';
 
 // Writes a CatalogPlan: new versions and deletions into <table>_history (and the child table's
 // history, tool_parameters_history for tools), the live table replaced row by row, unversioned

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { ResourceSpec } from '../resources/resource-types.ts';
+import type { ResourceSpec } from '../resources/types.ts';
 import type { Micros } from '../util/timestamp.ts';
 import type { IncomingObject } from './catalog-plan.ts';
 import { flattenCatalogObject } from './flatten-catalog.ts';

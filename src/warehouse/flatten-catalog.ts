@@ -1,5 +1,5 @@
 import { RUN_TOOL_OPTIONS } from '../resources/registry.ts';
-import type { ChildSpec, ResourceSpec } from '../resources/resource-types.ts';
+import type { ChildSpec, ResourceSpec } from '../resources/types.ts';
 import { asArray, asObject, flattenColumns, type Row } from './flatten-values.ts';
 
 // Catalog objects and tool options as rows. Pure, like the run flattening; secrets must already

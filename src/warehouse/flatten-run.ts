@@ -1,6 +1,6 @@
 import { RUNS } from '../resources/registry.ts';
-import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/resource-types.ts';
 import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
+import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { asArray, asObject, checkColumns, flattenColumns, PayloadError, type Row, utcDate } from './flatten-values.ts';
 

@@ -1,4 +1,4 @@
-import type { ColumnKind, ColumnSpec } from '../resources/resource-types.ts';
+import type { ColumnKind, ColumnSpec } from '../resources/types.ts';
 import { type Micros, parseStrictTimestamp } from '../util/timestamp.ts';
 import { toJsonText } from './json-text.ts';
 

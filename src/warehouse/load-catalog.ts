@@ -1,4 +1,4 @@
-import type { ArchiveRecord } from '../archive/archive-writer.ts';
+import type { ArchiveRecord } from '../archive/writer.ts';
 import type { CatalogTable } from '../resources/registry.ts';
 import { observeAll } from '../resources/schema-observe.ts';
 import type { Micros } from '../util/timestamp.ts';
@@ -6,10 +6,10 @@ import { applyCatalogPlan } from './catalog-apply.ts';
 import { type CatalogPlan, type CurrentVersion, type Listing, planListing } from './catalog-plan.ts';
 import { type PreparedListing, prepareListing } from './catalog-prepare.ts';
 import { insertRejected, type RejectedPayload, reasons, rejectedRecords } from './load-rejected.ts';
+import { evolveSchema } from './schema.ts';
+import { runBookkeeping } from './sql.ts';
 import { getState, setState } from './sync-state.ts';
-import { evolveSchema } from './warehouse-schema.ts';
-import { runBookkeeping } from './warehouse-sql.ts';
-import type { Bookkeeping, SqlRunner, Warehouse } from './warehouse-types.ts';
+import type { Bookkeeping, SqlRunner, Warehouse } from './types.ts';
 
 // Loading a catalog listing (tools, agents, guidelines, guardrails, runbooks) into the live table
 // and its type-2 history, in one transaction with the caller's bookkeeping; the rules are in

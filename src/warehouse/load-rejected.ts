@@ -1,8 +1,8 @@
-import type { ArchiveRecord } from '../archive/archive-writer.ts';
+import type { ArchiveRecord } from '../archive/writer.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { safeJsonText, stringMember } from './json-text.ts';
-import { US_TO_TSTZ } from './warehouse-sql.ts';
-import type { SqlRunner } from './warehouse-types.ts';
+import { US_TO_TSTZ } from './sql.ts';
+import type { SqlRunner } from './types.ts';
 
 // Payloads the flattening refused are kept whole in _sync_rejected with the reason, in the same
 // transaction as the rest of their batch, so a bad record costs neither the batch nor itself.

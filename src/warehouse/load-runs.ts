@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
-import { ArchiveWriter } from '../archive/archive-writer.ts';
-import type { ResourceSpec } from '../resources/resource-types.ts';
+import { ArchiveWriter } from '../archive/writer.ts';
 import {
   knownNode,
   mergeObserved,
@@ -9,15 +8,16 @@ import {
   observedToJson,
   observeUnknown,
 } from '../resources/schema-observe.ts';
+import type { ResourceSpec } from '../resources/types.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { stringMember, toJsonText } from './json-text.ts';
 import { insertRejected, type Refusal, type RejectedPayload, reasons, refusal } from './load-rejected.ts';
+import { evolveSchema } from './schema.ts';
+import { runBookkeeping } from './sql.ts';
 import { RunMergeSql } from './stage-runs-sql.ts';
-import { evolveSchema } from './warehouse-schema.ts';
-import { runBookkeeping } from './warehouse-sql.ts';
-import type { Bookkeeping, LoadOptions, SqlRunner, Warehouse } from './warehouse-types.ts';
+import type { Bookkeeping, LoadOptions, SqlRunner, Warehouse } from './types.ts';
 
 // Loading run details. Each payload is checked in TypeScript (the rules of flattenRunDetail) and
 // streamed into a raw archive file; DuckDB then stages the batch straight from that file and

@@ -1,5 +1,5 @@
 import { listValue } from '@duckdb/node-api';
-import type { ArchiveRecord } from '../archive/archive-writer.ts';
+import type { ArchiveRecord } from '../archive/writer.ts';
 import { observeAll } from '../resources/schema-observe.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { appendRows } from './append-rows.ts';
@@ -14,9 +14,9 @@ import {
   refusal,
   rejectedRecords,
 } from './load-rejected.ts';
-import { evolveSchema } from './warehouse-schema.ts';
-import { runBookkeeping } from './warehouse-sql.ts';
-import type { LoadOptions, SqlRunner, Warehouse } from './warehouse-types.ts';
+import { evolveSchema } from './schema.ts';
+import { runBookkeeping } from './sql.ts';
+import type { LoadOptions, SqlRunner, Warehouse } from './types.ts';
 
 // The tool-options endpoint returns the whole list in one response, so a load replaces
 // run_tool_options when the list differs from what is stored, unless a later fetch is already

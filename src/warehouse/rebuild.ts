@@ -2,23 +2,23 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../archive/archive-paths.ts';
-import { NO_ARCHIVE } from '../archive/archive-sink.ts';
-import { ArchiveWriter } from '../archive/archive-writer.ts';
+import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../archive/paths.ts';
+import { NO_ARCHIVE } from '../archive/sink.ts';
+import { ArchiveWriter } from '../archive/writer.ts';
 import { CATALOG_TABLES, type CatalogTable } from '../resources/registry.ts';
-import type { ColumnSpec, ResourceSpec } from '../resources/resource-types.ts';
 import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
 import { type Observed, type ObservedJson, observeAll, observedFromJson } from '../resources/schema-observe.ts';
+import type { ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { applyListing } from './load-catalog.ts';
 import { insertRejected } from './load-rejected.ts';
 import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
 import { applyToolOptions } from './load-tool-options.ts';
-import { openWarehouse } from './warehouse-open.ts';
-import { evolveSchema } from './warehouse-schema.ts';
-import { quoteIdent, quoteLiteral } from './warehouse-sql.ts';
-import { DB_FILE, type Warehouse, type WarehouseOptions } from './warehouse-types.ts';
+import { openWarehouse } from './open.ts';
+import { evolveSchema } from './schema.ts';
+import { quoteIdent, quoteLiteral } from './sql.ts';
+import { DB_FILE, type Warehouse, type WarehouseOptions } from './types.ts';
 
 // Re-derives every table from the raw archive, with no API call: every archive file is replayed,
 // in the order the loads committed, through the same merge as when it was loaded (run batches,

@@ -1,7 +1,7 @@
 import { RUNS } from '../resources/registry.ts';
-import { SQL_TYPE } from '../resources/resource-tables.ts';
-import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/resource-types.ts';
-import { quoteIdent, quoteLiteral } from './warehouse-sql.ts';
+import { SQL_TYPE } from '../resources/tables.ts';
+import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/types.ts';
+import { quoteIdent, quoteLiteral } from './sql.ts';
 
 // The SQL that stages run details straight from raw archive files and merges them, generated from
 // the runs resource (src/resources) as flattenRunDetail (flatten-run.ts) reads it, so the two

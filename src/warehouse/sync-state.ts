@@ -1,7 +1,7 @@
 import type { Micros } from '../util/timestamp.ts';
 import { toJsonText } from './json-text.ts';
-import { US_TO_TSTZ } from './warehouse-sql.ts';
-import type { SqlRunner } from './warehouse-types.ts';
+import { US_TO_TSTZ } from './sql.ts';
+import type { SqlRunner } from './types.ts';
 
 // Named values in _sync_state (watermarks, cursors, the time of the last complete listing).
 // Written through the caller's runner, so inside a load they commit with its data.

@@ -1,6 +1,6 @@
 import type { Queue } from 'bullmq';
-import { type BackfillSpec, backfillKey } from '../sync/sync-backfill.ts';
-import { slices } from '../sync/sync-window.ts';
+import { type BackfillSpec, backfillKey } from '../sync/backfill.ts';
+import { slices } from '../sync/window.ts';
 import type { WorkerQueues } from './job-context.ts';
 
 // A queued backfill is a BullMQ flow: a `backfill` parent with one `backfill-slice` child per

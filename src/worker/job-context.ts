@@ -1,9 +1,9 @@
 import type { FlowProducer, Job, Queue, QueueEvents } from 'bullmq';
 import type { Redis } from 'ioredis';
-import type { SyncDeps } from '../sync/sync-types.ts';
+import type { SyncDeps } from '../sync/types.ts';
 import type { Logger } from '../util/logger.ts';
+import type { WorkerSettings } from './config.ts';
 import type { StagingStore } from './staging-store.ts';
-import type { WorkerSettings } from './worker-config.ts';
 
 // What every job processor receives besides its payload. A processor is a plain async function
 // `(payload, ctx)` that checks its payload first; the file name in jobs/ is the job name.

@@ -1,6 +1,6 @@
 import { type BudgetClock, type HeaderMap, SharedRateBudget } from '../../src/budget/index.ts';
 import type { RateLimitConfig } from '../../src/simulator/index.ts';
-import { SimRateLimiter } from '../../src/simulator/sim-rate-limit.ts';
+import { SimRateLimiter } from '../../src/simulator/rate-limit.ts';
 
 // The budget against the simulator's limiters on simulated time: callers take turns, the limiter
 // decides, the budget learns from the same headers the simulator's HTTP server would send (only on

@@ -7,7 +7,7 @@ import type { Simulator } from '../../src/simulator/index.ts';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { collect, spawnCli } from '../support/cli.ts';
-import { diffCatalog, diffFacts, startSim, tempDir, truth } from '../sync/sync-kit.ts';
+import { diffCatalog, diffFacts, startSim, tempDir, truth } from '../sync/kit.ts';
 import {
   cleanRedis,
   eventually,
@@ -17,7 +17,7 @@ import {
   stopWorker,
   uniquePrefix,
   workerEnv,
-} from '../worker/worker-kit.ts';
+} from '../worker/kit.ts';
 
 // The storm: the simulator with every fault on and its clock moving; `runsync worker` and
 // `runsync sync` processes killed with SIGKILL at random points, over and over; Redis restarted

@@ -7,8 +7,8 @@ import { PARQUET_COMPRESSION_METHODS } from 'parquetjs-lite/lib/compression.js';
 import { PARQUET_LOGICAL_TYPES } from 'parquetjs-lite/lib/types.js';
 import { afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { exportParquet } from '../../src/export/export-parquet.ts';
-import { exportTables } from '../../src/export/export-tables.ts';
+import { exportParquet } from '../../src/export/parquet.ts';
+import { exportTables } from '../../src/export/tables.ts';
 import { CATALOG_TABLES, RESOURCES } from '../../src/resources/registry.ts';
 import { loadCatalogListing } from '../../src/warehouse/load-catalog.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
@@ -17,9 +17,9 @@ import { loadToolOptions } from '../../src/warehouse/load-tool-options.ts';
 const ALL_EXPORT_TABLES = exportTables(RESOURCES);
 const RUN_EXPORT_TABLES = ALL_EXPORT_TABLES.filter((t) => t.partitioned);
 
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import { sqlRunner } from '../../src/warehouse/warehouse-sql.ts';
-import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
+import { sqlRunner } from '../../src/warehouse/sql.ts';
+import type { Warehouse } from '../../src/warehouse/types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
 import { clone, count, dumpAll, simWorld, tempDir } from '../warehouse/wh-kit.ts';
 

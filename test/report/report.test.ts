@@ -6,11 +6,11 @@ import { pathToFileURL } from 'node:url';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
-import { RESOLUTION_SERIES, renderReport } from '../../src/report/report-html.ts';
+import { RESOLUTION_SERIES, renderReport } from '../../src/report/html.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
-import { type ViewsFixture, viewsFixture } from '../views/views-fixture.ts';
+import { type ViewsFixture, viewsFixture } from '../views/fixture.ts';
 import { holdInAnotherProcess, releaseHolder } from '../warehouse/wh-kit.ts';
-import { launchChromium, pixelStats } from './report-browser.ts';
+import { launchChromium, pixelStats } from './browser.ts';
 
 // `runsync report` on the shared synced warehouse, opened in Debian's Chromium: the page loads
 // nothing but itself, each chart is an SVG of real size with drawn marks whose figures are the

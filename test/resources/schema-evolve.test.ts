@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { AGENTS, RESOURCES, RUNS } from '../../src/resources/registry.ts';
-import { columnName, columnsOf } from '../../src/resources/resource-shape.ts';
-import { createTableSql, tablesOf } from '../../src/resources/resource-tables.ts';
-import type { ResourceSpec } from '../../src/resources/resource-types.ts';
 import { applyChanges, planChanges } from '../../src/resources/schema-evolve.ts';
 import { MAX_MEMBERS, mergeObserved, observe, observeAll } from '../../src/resources/schema-observe.ts';
+import { columnName, columnsOf } from '../../src/resources/shape.ts';
+import { createTableSql, tablesOf } from '../../src/resources/tables.ts';
+import type { ResourceSpec } from '../../src/resources/types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
 
 // The pure rules of the resource declarations and of schema evolution: how members are named,

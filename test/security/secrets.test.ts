@@ -8,16 +8,8 @@ import type { Simulator } from '../../src/simulator/index.ts';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
-import { startSim, tempDir } from '../sync/sync-kit.ts';
-import {
-  cleanRedis,
-  eventually,
-  REDIS_URL,
-  spawnWorker,
-  stopWorker,
-  uniquePrefix,
-  workerEnv,
-} from '../worker/worker-kit.ts';
+import { startSim, tempDir } from '../sync/kit.ts';
+import { cleanRedis, eventually, REDIS_URL, spawnWorker, stopWorker, uniquePrefix, workerEnv } from '../worker/kit.ts';
 
 // The API key and the custom tools' secrets, looked for everywhere runsync writes: its logs (at
 // the most talkative level), Redis, the staged files, the raw archive, the warehouse, the Parquet

@@ -1,4 +1,4 @@
-// Generates src/api/api-types.ts from the JSON Schemas in schemas/api/, so the TypeScript types of
+// Generates src/api/types.ts from the JSON Schemas in schemas/api/, so the TypeScript types of
 // API resources have the schemas as their source. `npm run gen:types` rewrites the file; a test
 // fails when it is out of date.
 import { readdir, readFile, writeFile } from 'node:fs/promises';
@@ -9,7 +9,7 @@ import { RESOURCES as RESOURCE_SPECS } from '../../src/resources/registry.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SCHEMAS = join(ROOT, 'schemas/api');
-export const TYPES_FILE = join(ROOT, 'src/api/api-types.ts');
+export const TYPES_FILE = join(ROOT, 'src/api/types.ts');
 
 const pascal = (name: string) => name.replace(/(^|-)(\w)/g, (_m, _d, c: string) => c.toUpperCase());
 

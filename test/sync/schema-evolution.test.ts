@@ -1,17 +1,17 @@
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ArchiveWriter } from '../../src/archive/archive-writer.ts';
+import { ArchiveWriter } from '../../src/archive/writer.ts';
 import { statusLines } from '../../src/cli/commands/status.ts';
-import { exportParquet } from '../../src/export/export-parquet.ts';
+import { exportParquet } from '../../src/export/parquet.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { runPass } from '../../src/sync/index.ts';
-import { readStatus } from '../../src/sync/sync-status.ts';
+import { readStatus } from '../../src/sync/status.ts';
 import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/index.ts';
 import { rebuildInPlace, rebuildInto } from '../../src/warehouse/rebuild.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
-import { diffWithTruth, engineFor, SETTLE, startSim, tempDir } from './sync-kit.ts';
+import { diffWithTruth, engineFor, SETTLE, startSim, tempDir } from './kit.ts';
 
 // The API grows: from a moment on, runs carry cost_usd, their steps latency_ms, and a new array of
 // citations. Members nobody declared become columns (and the array a table) on their own, their

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { EXPORT_MEMORY_LIMIT, sizeBytes } from '../../src/export/export-parquet.ts';
+import { EXPORT_MEMORY_LIMIT, sizeBytes } from '../../src/export/parquet.ts';
 import { limitHeapGrowth } from '../../src/util/heap-growth.ts';
-import { DEFAULT_MEMORY_LIMIT } from '../../src/warehouse/warehouse-open.ts';
+import { DEFAULT_MEMORY_LIMIT } from '../../src/warehouse/open.ts';
 
 describe('memory settings', () => {
   it('reads DuckDB sizes as it writes and takes them', () => {

@@ -4,10 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 import { ANALYTICS_FILE, openWarehouse, type Warehouse } from '../../src/warehouse/index.ts';
-import { sqlRunner } from '../../src/warehouse/warehouse-sql.ts';
-import { diffWithTruth, SETTLE } from '../sync/sync-kit.ts';
-import { close, expectSame, rows } from './views-compare.ts';
-import { fixtureTruth, type ViewsFixture, viewsFixture } from './views-fixture.ts';
+import { sqlRunner } from '../../src/warehouse/sql.ts';
+import { diffWithTruth, SETTLE } from '../sync/kit.ts';
+import { close, expectSame, rows } from './compare.ts';
+import { fixtureTruth, type ViewsFixture, viewsFixture } from './fixture.ts';
 import {
   agentVersions,
   awaitingApproval,
@@ -22,7 +22,7 @@ import {
   type TruthRun,
   toolStats,
   truthRuns,
-} from './views-truth.ts';
+} from './truth.ts';
 
 // The ready-made views (schemas/duckdb/0007_views.sql, 0008_views_by_id.sql) against a warehouse synced from the
 // simulator, each figure computed again in TypeScript from the simulator's ground truth; then the

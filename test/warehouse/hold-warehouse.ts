@@ -1,7 +1,7 @@
 // Run as a separate process by the lock tests: opens the warehouse, says "ready", and holds it
 // until it reads "release" on stdin.
 import { createInterface } from 'node:readline';
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
 
 const wh = await openWarehouse(process.argv[2] as string);
 process.stdout.write('ready\n');

@@ -5,8 +5,8 @@ import { type Simulator, startSimulator } from '../../src/simulator/index.ts';
 import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 import { loadCatalogListing } from '../../src/warehouse/load-catalog.ts';
 import { loadToolOptions } from '../../src/warehouse/load-tool-options.ts';
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
+import type { Warehouse } from '../../src/warehouse/types.ts';
 import { count, tempDir } from './wh-kit.ts';
 
 const KIND = {

@@ -1,13 +1,13 @@
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { listArchiveFiles } from '../../src/archive/archive-paths.ts';
+import { listArchiveFiles } from '../../src/archive/paths.ts';
 import { RUNS } from '../../src/resources/registry.ts';
 import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 import { flattenRunDetail } from '../../src/warehouse/flatten-run.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import type { SqlRunner, Warehouse } from '../../src/warehouse/warehouse-types.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
+import type { SqlRunner, Warehouse } from '../../src/warehouse/types.ts';
 import { runDetail } from './run-fixture.ts';
 import { clone, count, dumpAll, simDetails, tempDir } from './wh-kit.ts';
 

@@ -1,10 +1,10 @@
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { exportParquet } from '../../src/export/export-parquet.ts';
+import { exportParquet } from '../../src/export/parquet.ts';
 import { loadCatalogListing } from '../../src/warehouse/load-catalog.ts';
 import { isMasked, maskToolSecrets, maskValue } from '../../src/warehouse/mask-secrets.ts';
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import type { Warehouse } from '../../src/warehouse/warehouse-types.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
+import type { Warehouse } from '../../src/warehouse/types.ts';
 import { simWorld, tempDir } from './wh-kit.ts';
 
 const SECRET_TEXT = /sk_live_[0-9a-f]|pw-[0-9a-f]{6}|session=[0-9a-f]|supersecret|hunter2/;

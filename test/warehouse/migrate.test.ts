@@ -2,11 +2,11 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } fro
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RESOURCES } from '../../src/resources/registry.ts';
-import { tablesOf } from '../../src/resources/resource-tables.ts';
-import { WarehouseSchemaError } from '../../src/warehouse/warehouse-errors.ts';
-import { defaultMigrationsDir } from '../../src/warehouse/warehouse-migrate.ts';
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import type { SqlRunner, Warehouse } from '../../src/warehouse/warehouse-types.ts';
+import { tablesOf } from '../../src/resources/tables.ts';
+import { WarehouseSchemaError } from '../../src/warehouse/errors.ts';
+import { defaultMigrationsDir } from '../../src/warehouse/migrate.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
+import type { SqlRunner, Warehouse } from '../../src/warehouse/types.ts';
 import { tempDir } from './wh-kit.ts';
 
 let tmp: ReturnType<typeof tempDir>;

@@ -1,8 +1,8 @@
 import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { openWarehouse } from '../../src/warehouse/warehouse-open.ts';
-import { DB_FILE } from '../../src/warehouse/warehouse-types.ts';
+import { openWarehouse } from '../../src/warehouse/open.ts';
+import { DB_FILE } from '../../src/warehouse/types.ts';
 import { tempDir } from './wh-kit.ts';
 
 // Two commands started together on a warehouse that does not exist yet: one of them creates the

@@ -4,10 +4,10 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { SimClock } from '../../src/simulator/sim-clock.ts';
-import { SimWorld } from '../../src/simulator/sim-world.ts';
+import { SimClock } from '../../src/simulator/clock.ts';
+import { SimWorld } from '../../src/simulator/world.ts';
 import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
-import type { SqlRunner } from '../../src/warehouse/warehouse-types.ts';
+import type { SqlRunner } from '../../src/warehouse/types.ts';
 
 // Shared by the warehouse, archive and export tests: temp directories, simulator data, and a
 // comparable dump of every table.

@@ -2,12 +2,12 @@ import { SingleBar } from 'cli-progress';
 import { Command } from 'commander';
 import { FilterError, type RunListFilter } from '../../api/index.ts';
 import { loadConfig } from '../../config/index.ts';
-import { BackfillError, type BackfillSpec, checkBackfill, runBackfill } from '../../sync/sync-backfill.ts';
+import { BackfillError, type BackfillSpec, checkBackfill, runBackfill } from '../../sync/backfill.ts';
 import { formatTimestamp, type Micros, parseDuration, parseTimestamp } from '../../util/timestamp.ts';
 import { backfillProgress, enqueueBackfill } from '../../worker/backfill-flow.ts';
-import { openQueueClient } from '../../worker/worker-client.ts';
-import { workerSettings } from '../../worker/worker-config.ts';
-import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../cli-context.ts';
+import { openQueueClient } from '../../worker/client.ts';
+import { workerSettings } from '../../worker/config.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../context.ts';
 import { withEngine } from './engine-context.ts';
 
 // `runsync backfill --from T --to T [filters] [--force]`: replays a created-time range in this

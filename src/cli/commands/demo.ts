@@ -6,11 +6,11 @@ import { configuredLogger, loadConfig, prepareWarehouseDir, shareGroup } from '.
 import { startSimulator } from '../../simulator/index.ts';
 import { createEngine, type PassResult, runPass } from '../../sync/index.ts';
 import { logProgress, ProgressTracker } from '../../sync/progress.ts';
-import { STATUS_TABLES } from '../../sync/sync-status.ts';
+import { STATUS_TABLES } from '../../sync/status.ts';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND } from '../../util/timestamp.ts';
 import { getState, setState, systemMicros, type Warehouse, withWarehouse } from '../../warehouse/index.ts';
-import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/warehouse-types.ts';
-import { type CliContext, EXIT_OK, UsageError } from '../cli-context.ts';
+import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/types.ts';
+import { type CliContext, EXIT_OK, UsageError } from '../context.ts';
 import { formatTable } from '../table-format.ts';
 import { terminalFor } from './engine-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';

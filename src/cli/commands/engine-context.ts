@@ -2,7 +2,7 @@ import { configuredLogger, loadConfig, prepareWarehouseDir, type RunsyncConfig }
 import { createEngine, type Engine, type EngineOptions, type SyncDeps } from '../../sync/index.ts';
 import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import type { Logger } from '../../util/logger.ts';
-import type { CliContext } from '../cli-context.ts';
+import type { CliContext } from '../context.ts';
 import { TerminalProgress } from '../progress-bar.ts';
 
 // What the commands that talk to the API share: the configuration read once (a bad setting stops

@@ -2,12 +2,12 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { prepareWarehouseDir, progressEvery, shareGroup } from '../../config/index.ts';
-import { exportParquet } from '../../export/export-parquet.ts';
+import { exportParquet } from '../../export/parquet.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
-import { withWarehouse } from '../../warehouse/warehouse-open.ts';
-import { DB_FILE } from '../../warehouse/warehouse-types.ts';
-import { type CliContext, EXIT_OK } from '../cli-context.ts';
+import { withWarehouse } from '../../warehouse/open.ts';
+import { DB_FILE } from '../../warehouse/types.ts';
+import { type CliContext, EXIT_OK } from '../context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 export function exportCommand(ctx: CliContext, setExit: (code: number) => void): Command {

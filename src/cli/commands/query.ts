@@ -12,7 +12,7 @@ import {
 } from '../../report/query-stream.ts';
 import { openReadSource, type ReadSource } from '../../report/read-source.ts';
 import { DB_FILE, WarehouseLockedError } from '../../warehouse/index.ts';
-import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../cli-context.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../context.ts';
 import { formatTable } from '../table-format.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 

@@ -1,15 +1,15 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/archive-paths.ts';
+import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/paths.ts';
 import { prepareWarehouseDir, progressEvery, shareGroup } from '../../config/index.ts';
-import { exportParquet } from '../../export/export-parquet.ts';
+import { exportParquet } from '../../export/parquet.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
+import { withWarehouse } from '../../warehouse/open.ts';
 import { rebuildInPlace } from '../../warehouse/rebuild.ts';
-import { withWarehouse } from '../../warehouse/warehouse-open.ts';
-import { DB_FILE } from '../../warehouse/warehouse-types.ts';
-import { type CliContext, EXIT_OK } from '../cli-context.ts';
+import { DB_FILE } from '../../warehouse/types.ts';
+import { type CliContext, EXIT_OK } from '../context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void): Command {

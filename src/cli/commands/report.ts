@@ -3,12 +3,12 @@ import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { shareGroup } from '../../config/index.ts';
+import { readReportData } from '../../report/data.ts';
+import { renderReport } from '../../report/html.ts';
 import { openReadSource, type ReadSource } from '../../report/read-source.ts';
-import { readReportData } from '../../report/report-data.ts';
-import { renderReport } from '../../report/report-html.ts';
 import { shareFile } from '../../util/file-share.ts';
 import { DB_FILE, systemMicros, WarehouseLockedError } from '../../warehouse/index.ts';
-import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync report`: one self-contained HTML page (inline SVG charts, nothing fetched) of the

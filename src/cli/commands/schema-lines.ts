@@ -1,5 +1,5 @@
-import { SQL_TYPE } from '../../resources/resource-tables.ts';
 import type { SchemaChange } from '../../resources/schema-evolve.ts';
+import { SQL_TYPE } from '../../resources/tables.ts';
 
 // What `runsync status` says of schema evolution: the columns and tables new API members became,
 // and the members held in the raw archive only (evolution off), newest last.

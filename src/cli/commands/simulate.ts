@@ -1,7 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
+import type { FaultConfig } from '../../simulator/faults.ts';
 import { RATE_MODELS, startSimulator } from '../../simulator/index.ts';
-import type { FaultConfig } from '../../simulator/sim-faults.ts';
-import { type CliContext, EXIT_OK } from '../cli-context.ts';
+import { type CliContext, EXIT_OK } from '../context.ts';
 import { endpointLimits, nonNegative, type RateFlags, rateLimitConfig, rateModel } from './simulate-rate.ts';
 
 const FAULT_NAMES: Record<string, keyof FaultConfig> = {

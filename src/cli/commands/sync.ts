@@ -1,6 +1,6 @@
 import { Command } from 'commander';
 import { PassError, type PassOptions, runPass } from '../../sync/index.ts';
-import { type CliContext, EXIT_FAILED, EXIT_OK } from '../cli-context.ts';
+import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { withEngine } from './engine-context.ts';
 import { passLines } from './pass-report.ts';
 

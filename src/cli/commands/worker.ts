@@ -1,9 +1,9 @@
 import { Command } from 'commander';
 import { JOBS } from '../../../jobs/index.ts';
 import { configuredLogger, ensureWritableDir, loadConfig, prepareWarehouseDir } from '../../config/index.ts';
-import { workerSettings } from '../../worker/worker-config.ts';
-import { startWorker, WorkerStartAbortedError } from '../../worker/worker-main.ts';
-import { type CliContext, EXIT_OK, UsageError } from '../cli-context.ts';
+import { workerSettings } from '../../worker/config.ts';
+import { startWorker, WorkerStartAbortedError } from '../../worker/main.ts';
+import { type CliContext, EXIT_OK, UsageError } from '../context.ts';
 
 // `runsync worker`: runs until SIGTERM or SIGINT, then stops within the grace period, finishing
 // or handing back what it was doing. Stopped while it starts (Redis unreachable), it gives up at

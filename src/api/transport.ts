@@ -1,0 +1,160 @@
+import type { Dispatcher } from 'undici';
+import { header } from '../budget/headers.ts';
+import type { BudgetClock, HeaderMap, RateBudget } from '../budget/types.ts';
+import { type Logger, redactText } from '../util/logger.ts';
+import type { EndpointName } from './endpoints.ts';
+import { encodeQuery, type QueryPair } from './filters.ts';
+import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy } from './retry.ts';
+
+// Sends one GET through the budget, the pool and the retry policy: the only code that does HTTP.
+
+export interface TransportOptions {
+  /** Origin of the API, e.g. https://support.example.com. */
+  origin: string;
+  /** Path prefix ending in /api/v1. */
+  basePath: string;
+  apiKey: string;
+  dispatcher: Dispatcher;
+  budget: RateBudget;
+  logger: Logger;
+  retry: RetryPolicy;
+  /** One attempt, from sending to the last byte of the body. */
+  requestTimeoutMs: number;
+  clock: BudgetClock;
+  random: () => number;
+  userAgent: string;
+}
+
+export interface ApiStats {
+  /** Attempts sent, by outcome: HTTP status, or 0 for no response. */
+  requests: number;
+  byStatus: Record<string, number>;
+  retries: number;
+  rateLimited: number;
+  invalidRecords: number;
+}
+
+export interface GetRequest {
+  endpoint: EndpointName;
+  /** Path below /api/v1, already encoded. */
+  path: string;
+  query?: readonly QueryPair[];
+  expect: Expect;
+  signal?: AbortSignal | undefined;
+}
+
+export interface GetResult {
+  body: Record<string, unknown>;
+  requestId: string | null;
+}
+
+export class ApiTransport {
+  readonly stats: ApiStats = { requests: 0, byStatus: {}, retries: 0, rateLimited: 0, invalidRecords: 0 };
+  private readonly secrets: string[];
+
+  constructor(private readonly o: TransportOptions) {
+    this.secrets = [o.apiKey];
+  }
+
+  redact(text: string): string {
+    return redactText(text, this.secrets);
+  }
+
+  async get(req: GetRequest): Promise<GetResult> {
+    const path = `${this.o.basePath}${req.path}`;
+    const fullPath = `${path}${encodeQuery(req.query ?? [])}`;
+    const { retry, budget, logger } = this.o;
+    let attempts = 0;
+    let waits = 0;
+    for (;;) {
+      const grant = await budget.acquire(req.endpoint, req.signal);
+      if (grant.probe) this.probe();
+      attempts++;
+      const outcome = await this.send(fullPath, req.signal);
+      const status = outcome.kind === 'response' ? outcome.status : 0;
+      this.stats.requests++;
+      this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
+      if (outcome.kind === 'response') await budget.observe(req.endpoint, outcome.status, outcome.headers, grant);
+      const verdict = classify(outcome, {
+        endpoint: req.endpoint,
+        path,
+        expect: req.expect,
+        redact: (t) => this.redact(t),
+        nowMs: this.o.clock.now(),
+      });
+      switch (verdict.action) {
+        case 'ok':
+          return { body: verdict.body, requestId: verdict.requestId };
+        case 'fatal':
+          throw verdict.error.noteAttempts(attempts);
+        case 'wait': {
+          // A 429 is the budget's business, not a failed attempt; it only counts against its own bound.
+          attempts--;
+          waits++;
+          this.stats.rateLimited++;
+          // A wait longer than we allow fails fast rather than holding every caller that long.
+          if (verdict.waitMs > retry.maxRetryAfterMs) throw verdict.error;
+          // The bucket that refused holds every caller drawing on it, even when this one gives up.
+          await budget.pause(verdict.waitMs, req.endpoint);
+          if (waits > retry.maxRateLimitWaits) throw verdict.error;
+          logger.info(
+            { endpoint: req.endpoint, waitMs: verdict.waitMs, requestId: verdict.error.requestId },
+            'rate limited; every request waits for Retry-After',
+          );
+          break;
+        }
+        case 'retry': {
+          if (attempts >= retry.maxAttempts) throw verdict.error.noteAttempts(attempts);
+          const delay = Math.max(backoffDelay(attempts, retry, this.o.random), verdict.minDelayMs);
+          this.stats.retries++;
+          logger.warn(
+            { endpoint: req.endpoint, attempt: attempts, delayMs: delay, error: verdict.error.message },
+            'retrying after a retriable failure',
+          );
+          await this.o.clock.sleep(delay, req.signal);
+          break;
+        }
+      }
+    }
+  }
+
+  /**
+   * A one-item runs-list page sent beside the traffic for its X-RateLimit-* headers, which only
+   * runs-list pages carry: the budget asks for one when its figures grow old while other endpoints
+   * are busy. Its failures are not anyone's to report.
+   */
+  private probe(): void {
+    this.get({ endpoint: 'runs.list', path: '/runs', query: [['limit', '1']], expect: 'list' }).catch((e: unknown) => {
+      this.o.logger.debug({ error: this.redact(String(e)) }, 'a rate probe failed');
+    });
+  }
+
+  private async send(path: string, signal: AbortSignal | undefined): Promise<Outcome> {
+    const timeout = AbortSignal.timeout(this.o.requestTimeoutMs);
+    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    // Known once the headers are in, so a body cut short still names the request the server logged.
+    let status: number | null = null;
+    let requestId: string | null = null;
+    try {
+      const res = await this.o.dispatcher.request({
+        origin: this.o.origin,
+        path,
+        method: 'GET',
+        headers: {
+          authorization: `Bearer ${this.o.apiKey}`,
+          accept: 'application/json',
+          'user-agent': this.o.userAgent,
+        },
+        signal: combined,
+      });
+      status = res.statusCode;
+      requestId = header(res.headers as HeaderMap, 'x-request-id');
+      const body = await res.body.text();
+      return { kind: 'response', status: res.statusCode, headers: res.headers as HeaderMap, body };
+    } catch (error) {
+      // The caller's own cancellation is not a failure to classify or retry.
+      if (signal?.aborted) throw signal.reason;
+      return { kind: 'exception', error, timedOut: timeout.aborted, status, requestId };
+    }
+  }
+}

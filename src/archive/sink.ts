@@ -1,0 +1,29 @@
+import type { Micros } from '../util/timestamp.ts';
+import type { ArchiveEndpoint } from './paths.ts';
+import { type ArchiveRecord, ArchiveWriter } from './writer.ts';
+
+// Where loaders send what changed the warehouse: the raw archive's files, or nowhere when the
+// archive itself is being replayed (rebuild), which must not archive its own input again.
+
+export interface ArchiveSink {
+  /** Writes the records as one archive file, visible once written; null when nothing was kept. */
+  write(endpoint: ArchiveEndpoint, records: readonly ArchiveRecord[]): Promise<string | null>;
+}
+
+export function fileArchive(warehouseDir: string, now: () => Micros): ArchiveSink {
+  return {
+    async write(endpoint, records) {
+      if (records.length === 0) return null;
+      const archive = await ArchiveWriter.open(warehouseDir, endpoint, now());
+      try {
+        for (const r of records) await archive.append(r);
+        return await archive.commit();
+      } catch (e) {
+        await archive.abort();
+        throw e;
+      }
+    },
+  };
+}
+
+export const NO_ARCHIVE: ArchiveSink = { write: async () => null };

@@ -1,0 +1,224 @@
+import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
+
+// Learning a server bucket from its figures, whatever limiter runs behind them. The spec names the
+// headers, not the algorithm, and `Reset` means different things to different limiters (a window's
+// end, "full again at", "next token at"), so no single figure is trusted for the rate. Instead:
+// - the rate is measured: between two figures of a bucket that was not full, the room that came
+//   back is Remaining's change plus the requests we sent in between (grants are numbered, and each
+//   figure is tied to the grant of the request it answered). Others' use of the bucket lowers it,
+//   so what is measured is the rate left to us. A full bucket hides its refill, so spans that
+//   touch full are not used; a span that never runs low only proves the rate is at least that;
+// - the guess (window or bucket) says how room comes back between figures: all at once at Reset,
+//   or a little at a time. Room coming back before Reset says bucket; Reset standing still while
+//   time passes and nothing comes back says window; a 429 where a fresh window was expected says
+//   bucket too.
+
+const MAX_SAMPLES = 48;
+const SAMPLE_SPAN_MS = 120_000;
+/** Spans shorter than this measure too little to trust. */
+const MIN_SPAN_MS = 1_500;
+const MAX_EVIDENCE = 8;
+
+export function bucketKey(endpoint: string | null, limit: number): string {
+  return `${endpoint ?? '*'}:${limit}`;
+}
+
+export function newBucket(limit: number, endpoint: string | null, at: number): BucketEstimate {
+  return {
+    limit,
+    endpoint,
+    guess: 'unknown',
+    rate: null,
+    measured: false,
+    windowMs: null,
+    evidence: { window: 0, bucket: 0 },
+    samples: [],
+    last: null,
+    next: null,
+    pausedUntilMs: 0,
+    floorMs: 0,
+    level: null,
+    levelAt: at,
+    seenAt: at,
+  };
+}
+
+/** A bucket counts as full (its refill hidden) when this close to its limit. */
+export function fullMargin(limit: number): number {
+  return Math.max(2, Math.ceil(limit * 0.1));
+}
+
+/** The bucket a figure on `endpoint` belongs to. */
+export function placeFigure(s: BudgetState, endpoint: string, limit: number, limited: boolean): string {
+  const own = bucketKey(endpoint, limit);
+  if (s.buckets[own]) return own;
+  const shared = bucketKey(null, limit);
+  if (s.buckets[shared] || !limited || endpoint === 'runs.list') return shared;
+  // A 429 naming a limit no runs-list page ever reported is the endpoint's own bucket.
+  const anyShared = Object.values(s.buckets).some((b) => b.endpoint === null);
+  return anyShared ? own : shared;
+}
+
+/** A guess needs two figures for it more than against it: one may be blurred by requests in flight. */
+function guessOf(e: { window: number; bucket: number }): LimiterGuess {
+  if (e.bucket >= e.window + 2) return 'bucket';
+  if (e.window >= e.bucket + 2) return 'window';
+  return 'unknown';
+}
+
+function bump(e: { window: number; bucket: number }, which: 'window' | 'bucket', by = 1) {
+  const other = which === 'window' ? 'bucket' : 'window';
+  return { [which]: Math.min(MAX_EVIDENCE, e[which] + by), [other]: Math.max(0, e[other] - (by > 1 ? 1 : 0)) } as {
+    window: number;
+    bucket: number;
+  };
+}
+
+/**
+ * What a new figure `o`, following `p`, says about how room comes back. Requests still on their
+ * way when a figure was counted blur its balance (by as many as are in flight), so the balance
+ * only speaks for a bucket past Reset, where a window would have come back whole.
+ */
+function weigh(b: BucketEstimate, p: Sample, o: Sample): { window: number; bucket: number } {
+  let e = b.evidence;
+  if (p.resetAtMs === null) return e;
+  const used = o.seq - p.seq - (o.unsent - p.unsent);
+  const cameBack = o.remaining - p.remaining + used;
+  const clear = Math.max(3, Math.ceil(b.limit / 4));
+  if (o.at < p.resetAtMs - 50) {
+    // A window's Reset stands still until it passes; a bucket's moves with what it holds.
+    if (o.resetAtMs !== null && Math.abs(o.resetAtMs - p.resetAtMs) >= 1000) e = bump(e, 'bucket');
+    else if (cameBack <= 0 && o.at - p.at >= 400 && o.resetAtMs !== null && Math.abs(o.resetAtMs - p.resetAtMs) < 1000)
+      e = bump(e, 'window');
+  } else if (o.remaining < b.limit - used - clear && cameBack >= 1) {
+    // Past the reset, a window would be whole again less what we sent since; only part came back.
+    e = bump(e, 'bucket');
+  }
+  return e;
+}
+
+/**
+ * Window length from Reset stepping on between windows. Reset is given in whole seconds, so how
+ * far off it lies from one figure says little; only steps are trusted. Figures may be windows
+ * apart (probes come every few seconds), so a step is a whole number of windows: as many as the
+ * requests between the figures need, at `limit` a window, and the window is the greatest common
+ * divisor of the steps seen.
+ */
+function windowFrom(b: BucketEstimate, p: Sample | undefined, o: Sample): number | null {
+  let w = b.windowMs;
+  if (p?.resetAtMs != null && o.resetAtMs !== null && o.at >= p.resetAtMs && o.resetAtMs > p.resetAtMs) {
+    const seconds = Math.round((o.resetAtMs - p.resetAtMs) / 1000);
+    if (seconds <= 0) return w;
+    // The windows after p's took the requests sent since p that p's window had no room for, and
+    // o's window has Remaining left besides: at `limit` a window, at least this many windows.
+    const later = o.seq - p.seq - (o.unsent - p.unsent) - p.remaining + o.remaining;
+    let windows = Math.max(1, Math.ceil(later / b.limit));
+    while (windows < seconds && seconds % windows !== 0) windows++;
+    const step = (Math.floor(seconds / Math.min(windows, seconds)) || 1) * 1000;
+    w = w === null ? step : gcd(w, step);
+  }
+  return w;
+}
+
+function gcd(a: number, b: number): number {
+  return b === 0 ? a : gcd(b, a % b);
+}
+
+interface Measure {
+  rate: number;
+  /** True when every figure after the first showed the bucket below full. */
+  constrained: boolean;
+}
+
+/**
+ * The rate measured over the longest recent span where the bucket stayed low (what came back was
+ * all used, so it is all counted); else the best lower bound, from the spans between figures.
+ */
+export function measure(samples: readonly Sample[], limit: number): Measure | null {
+  const newest = samples[samples.length - 1];
+  if (!newest || newest.remaining > lowMark(limit)) return lowerBound(samples);
+  let start = samples.length - 1;
+  while (start > 0 && (samples[start - 1] as Sample).remaining <= lowMark(limit)) start--;
+  return span(samples[start] as Sample, newest, true) ?? lowerBound(samples);
+}
+
+/** A bucket this low is being drawn as fast as it refills. */
+function lowMark(limit: number): number {
+  return Math.max(1, Math.floor(limit / 4));
+}
+
+function lowerBound(samples: readonly Sample[]): Measure | null {
+  let best: Measure | null = null;
+  for (let i = 0; i < samples.length; i++) {
+    for (let j = i + 1; j < samples.length; j++) {
+      const m = span(samples[i] as Sample, samples[j] as Sample, false);
+      if (m) {
+        if (best === null || m.rate > best.rate) best = m;
+        break;
+      }
+    }
+  }
+  return best;
+}
+
+function span(a: Sample, b: Sample, constrained: boolean): Measure | null {
+  const used = b.seq - a.seq - (b.unsent - a.unsent);
+  if (b.at - a.at < MIN_SPAN_MS || used < 3) return null;
+  const cameBack = b.remaining - a.remaining + used;
+  if (cameBack <= 0) return null;
+  return { rate: (cameBack * 1000) / (b.at - a.at), constrained };
+}
+
+/** A first figure's rate: the bucket refills to full by Reset, or a window of that length. */
+function provisional(b: BucketEstimate, o: Sample): number | null {
+  const w = b.windowMs ?? (o.resetAtMs === null ? null : Math.max(1000, o.resetAtMs - o.at));
+  return w === null ? null : (b.limit * 1000) / w;
+}
+
+/**
+ * Learns one figure. `seq` numbers the request it answered (see Sample); `surprised` is set for a
+ * 429 the estimate said had room, which a window would have had.
+ */
+export function learnBucket(
+  b: BucketEstimate,
+  obs: RateObservation,
+  seq: number,
+  unsent: number,
+  surprised: boolean,
+): BucketEstimate {
+  const prev = b.samples[b.samples.length - 1];
+  if (prev && seq <= prev.seq) return { ...b, seenAt: Math.max(b.seenAt, obs.atMs) }; // overtaken by a newer one
+  const sample: Sample = {
+    at: obs.atMs,
+    remaining: Math.max(0, obs.remaining ?? b.limit),
+    resetAtMs: obs.resetAtMs,
+    seq,
+    unsent,
+  };
+  const evidence = prev ? weigh(b, prev, sample) : b.evidence;
+  const samples = [...b.samples.filter((x) => x.at >= obs.atMs - SAMPLE_SPAN_MS), sample].slice(-MAX_SAMPLES);
+  const guess = guessOf(evidence);
+  const windowMs = windowFrom(b, prev, sample);
+  let rate = b.rate;
+  let measured = b.measured;
+  const m = guess === 'window' ? null : measure(samples, b.limit);
+  if (m?.constrained) {
+    rate = m.rate;
+    measured = true;
+  } else if (m) {
+    // Room to spare: the rate is at least this, and may be more.
+    if (rate === null || m.rate > rate) rate = m.rate;
+    measured = false;
+  }
+  if (guess === 'window' && windowMs !== null) {
+    rate = (b.limit * 1000) / windowMs;
+    measured = b.windowMs !== null && windowMs === b.windowMs && evidence.window >= 2;
+  }
+  if (rate === null) rate = provisional({ ...b, windowMs }, sample);
+  if (surprised && !measured && rate !== null) rate *= 0.8;
+  // A projected window stays while it is ahead of the figure, or while the figure (a response that
+  // came back late) belongs to a window that ended before it began: its turns are counted there.
+  const earlier = sample.resetAtMs !== null && b.next !== null && sample.resetAtMs <= b.next.at;
+  const next = b.next !== null && (b.next.at > sample.at || earlier) ? b.next : null;
+  return { ...b, evidence, guess, windowMs, rate, measured, samples, last: sample, next, seenAt: obs.atMs };
+}

@@ -1,0 +1,364 @@
+import { bucketKey, learnBucket, newBucket, placeFigure } from './learn.ts';
+import type { BucketEstimate, BucketView, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
+
+// The budget's decisions as pure functions of the stored state, so any store can apply them
+// atomically (in memory, or in Redis by a transaction that re-runs them on conflict).
+//
+// A request may start when every bucket it draws on has room for it beyond the reserve. Room is the
+// server's last figure less the requests granted since that figure's request, plus what came back
+// since: for a window, the whole limit once Reset has passed; for a bucket, the learned rate times
+// the time elapsed. So the first requests spend whatever the server says is left (a bucket's burst,
+// the rest of a window) and then the rate paces them. RUNSYNC_RATE_LIMIT paces on top, evenly.
+// A 429 holds the bucket's callers until Retry-After: every caller for a bucket everyone draws on,
+// the one endpoint's callers for a bucket of its own.
+
+/** Buckets not heard from for this long no longer hold anyone back. */
+const FORGET_MS = 15 * 60_000;
+/** Probes keep figures at most this old while requests flow, between these bounds. */
+const PROBE_MIN_MS = 1_000;
+const PROBE_MAX_MS = 10_000;
+const PROBE_REQUESTS = 40;
+const EXPLORE = 1.05;
+/** How many recent figures, and how far back, bound a window's room (see windowRoom). */
+const REORDER_FIGURES = 6;
+const REORDER_MS = 1_000;
+/**
+ * Requests are not started closer to a window's end than they take to come back (at least the
+ * first, at most the second), in case they arrive after it: a busy process may send late.
+ */
+const MIN_GUARD_MS = 100;
+const MAX_GUARD_MS = 1_000;
+/** How long requests wait for a first figure before going ahead without one. */
+const FIRST_FIGURE_WAIT_MS = 2_000;
+
+export function initialBudgetState(): BudgetState {
+  return {
+    seq: 0,
+    seqByEndpoint: {},
+    buckets: {},
+    pausedUntilMs: 0,
+    nextSlotMs: 0,
+    probeAtMs: 0,
+    firstGrantMs: 0,
+    heard: false,
+    latencyMs: 0,
+    limited: 0,
+    unsent: 0,
+    unsentByEndpoint: {},
+    unsentSeqs: [],
+    unsentEndpointSeqs: {},
+    refusedBy: {},
+  };
+}
+
+/** Requests of a bucket kept back for the key's other users; always leaves at least one. */
+export function reserveCount(limit: number, reserve: number): number {
+  return Math.min(Math.floor(limit * reserve), Math.max(0, limit - 1));
+}
+
+function live(s: BudgetState, nowMs: number): BucketEstimate[] {
+  return Object.values(s.buckets).filter((b) => nowMs - b.seenAt < FORGET_MS);
+}
+
+/** The buckets a request to `endpoint` draws on. */
+function drawnOn(s: BudgetState, endpoint: string, nowMs: number): [string, BucketEstimate][] {
+  return Object.entries(s.buckets).filter(
+    ([, b]) => (b.endpoint === null || b.endpoint === endpoint) && nowMs - b.seenAt < FORGET_MS,
+  );
+}
+
+function seqOf(s: BudgetState, b: BucketEstimate): number {
+  return b.endpoint === null ? s.seq : (s.seqByEndpoint[b.endpoint] ?? 0);
+}
+
+function unsentOf(s: BudgetState, b: BucketEstimate): number {
+  return b.endpoint === null ? s.unsent : (s.unsentByEndpoint[b.endpoint] ?? 0);
+}
+
+/** Turns remembered as not sent; older ones answer figures long replaced. */
+const UNSENT_KEPT = 256;
+
+/**
+ * Counts a grant that took nothing from the buckets: refused, or given up before it was sent.
+ * `turn` is its number; absent, the newest grant's.
+ */
+export function unsent(s: BudgetState, endpoint: string, turn?: { seq: number; endpointSeq: number }): BudgetState {
+  const seq = turn?.seq ?? s.seq;
+  const endpointSeq = turn?.endpointSeq ?? s.seqByEndpoint[endpoint] ?? 0;
+  return {
+    ...s,
+    unsent: s.unsent + 1,
+    unsentByEndpoint: { ...s.unsentByEndpoint, [endpoint]: (s.unsentByEndpoint[endpoint] ?? 0) + 1 },
+    unsentSeqs: [...(s.unsentSeqs ?? []), seq].slice(-UNSENT_KEPT),
+    unsentEndpointSeqs: {
+      ...s.unsentEndpointSeqs,
+      [endpoint]: [...(s.unsentEndpointSeqs?.[endpoint] ?? []), endpointSeq].slice(-UNSENT_KEPT),
+    },
+  };
+}
+
+/** The figure that holds at `atMs` for the window view: the last one, or the projected window once begun. */
+function figureAt(b: BucketEstimate, atMs: number) {
+  return b.next !== null && atMs >= b.next.at ? b.next : b.last;
+}
+
+/** The window a limiter would run if it ran one: learned from Reset's steps, else limit ÷ rate. */
+function windowOf(b: BucketEstimate): number | null {
+  if (b.windowMs !== null) return b.windowMs;
+  return b.rate === null || b.rate <= 0 ? null : Math.max(1000, (b.limit * 1000) / b.rate);
+}
+
+/** Projects a window, whole again, for `atMs` when that lies past the figure's Reset. */
+function rolled(b: BucketEstimate, atMs: number, seq: number, unsent: number): BucketEstimate {
+  const base = figureAt(b, atMs);
+  if (base === null || base.resetAtMs === null || atMs < base.resetAtMs) return b;
+  const w = windowOf(b);
+  if (w === null) return b.next === null ? b : { ...b, next: null };
+  const start = base.resetAtMs + Math.floor((atMs - base.resetAtMs) / w) * w;
+  return { ...b, next: { at: start, remaining: b.limit, resetAtMs: start + w, seq, unsent } };
+}
+
+function sentSince(s: BudgetState, b: BucketEstimate, fig: Sample): number {
+  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
+  let back = 0;
+  for (const u of given ?? []) if (u > fig.seq) back++;
+  return seqOf(s, b) - fig.seq - back;
+}
+
+// Room is the lesser of two readings of the same figures, so neither limiter family is overrun:
+// - as a window: what the figure said is left, until its Reset; then the whole limit for a window;
+// - as a bucket: what the figure said is left, plus the rate times the time since, up to the limit.
+// A fixed window then never gets more than its limit, and a bucket never more than its refill; a
+// bucket whose Reset means "full again at" is spent at Reset, when it is full, which is its rate.
+
+function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number): number {
+  const fig = figureAt(b, atMs);
+  // Room seen coming back before Reset: the bucket reading alone holds.
+  if (fig === null || b.guess === 'bucket') return Number.POSITIVE_INFINITY;
+  let room = fig.remaining - sentSince(s, b, fig);
+  if (fig !== b.last) return room;
+  // Responses overtake each other: a figure may not yet count requests granted before its own that
+  // were still on their way, so the figures just before it bound the room too.
+  for (const f of b.samples.slice(-REORDER_FIGURES)) {
+    if (f.at >= fig.at - REORDER_MS && (f.resetAtMs === null || atMs < f.resetAtMs)) {
+      room = Math.min(room, f.remaining - sentSince(s, b, f));
+    }
+  }
+  return room;
+}
+
+/** The bucket's content at `atMs` read as a token bucket refilled at the credited rate. */
+function bucketRoom(b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
+  if (b.level === null || b.rate === null) return Number.POSITIVE_INFINITY;
+  const credit = (creditRate(b, policy) * Math.max(0, atMs - b.levelAt)) / 1000;
+  return Math.min(b.limit, b.level + credit);
+}
+
+/**
+ * The rate room is credited at, less the reserve. A rate not measured is only a lower bound (the
+ * bucket never ran low), so it is credited a little above, to find out: the bucket either runs low
+ * and the rate is measured, or it does not and the bound rises.
+ */
+function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
+  return (b.rate ?? 0) * (1 - policy.reserve) * (b.measured ? 1 : EXPLORE);
+}
+
+/** Requests the bucket has room for at `atMs`, beyond the reserve. */
+export function room(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
+  const keep = reserveCount(b.limit, policy.reserve);
+  return Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy)) - keep;
+}
+
+/** When the bucket will have room for one more request, from `atMs` on (a bound; the caller re-checks). */
+function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
+  const keep = reserveCount(b.limit, policy.reserve);
+  let at = atMs;
+  const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
+  if (windowRoom(s, b, atMs) - keep < 1) {
+    // Nothing says when room comes back: try again a second on, when the next figure will tell.
+    at = Math.max(at, reset !== null && reset > atMs ? reset : atMs + 1000);
+  } else if (reset !== null && at < reset && at >= reset - Math.max(MIN_GUARD_MS, s.latencyMs)) {
+    // Started this close to the window's end, a request may be counted in the next window: it
+    // waits for that window and is counted there.
+    at = reset;
+  }
+  const short = 1 + keep - bucketRoom(b, at, policy);
+  if (short > 0) {
+    const rate = creditRate(b, policy);
+    at += rate > 0 ? (short * 1000) / rate : 1000;
+  }
+  return at;
+}
+
+/** Requests per second currently paced to, or null when nothing limits us yet. */
+export function pacedRate(s: BudgetState, policy: BudgetPolicy, nowMs = Number.POSITIVE_INFINITY): number | null {
+  const rates: number[] = [];
+  if (policy.ceilingPerSecond !== null) rates.push(policy.ceilingPerSecond);
+  for (const b of Object.values(s.buckets)) {
+    if (b.endpoint === null && b.rate !== null && (nowMs === Number.POSITIVE_INFINITY || nowMs - b.seenAt < FORGET_MS))
+      rates.push(b.rate);
+  }
+  if (rates.length === 0) return null;
+  return Math.min(...rates) * (1 - policy.reserve);
+}
+
+export interface Slot {
+  /** When the request may start. */
+  at: number;
+  seq: number;
+  endpointSeq: number;
+  /** Whether the caller should send a probe alongside: the figures are getting old. */
+  probe: boolean;
+}
+
+/** Nothing granted: ask again at `wait`. */
+export interface Wait {
+  wait: number;
+}
+
+/**
+ * Until a runs-list page has told the limits (or shown it will not), one request goes out alone,
+ * for up to a couple of seconds: a small bucket must not be overrun by a first volley.
+ */
+function awaitingFirstFigure(s: BudgetState, nowMs: number): boolean {
+  return s.seq > 0 && !s.heard && nowMs < s.firstGrantMs + FIRST_FIGURE_WAIT_MS;
+}
+
+/** Grants the next start time at or after `nowMs` to a request to `endpoint`; the caller waits until it. */
+export function takeSlot(
+  s: BudgetState,
+  endpoint: string,
+  nowMs: number,
+  policy: BudgetPolicy,
+): { state: BudgetState; result: Slot | Wait } {
+  if (awaitingFirstFigure(s, nowMs)) {
+    return { state: s, result: { wait: Math.min(s.firstGrantMs + FIRST_FIGURE_WAIT_MS, nowMs + 50) } };
+  }
+  let at = Math.max(nowMs, s.nextSlotMs, s.pausedUntilMs);
+  const buckets = { ...s.buckets };
+  const mine = drawnOn(s, endpoint, nowMs);
+  // A few turns: waiting for one bucket can roll another into a new window.
+  for (let turn = 0; turn < 4; turn++) {
+    let moved = false;
+    for (const [key, b0] of mine) {
+      const cur = buckets[key] as BucketEstimate;
+      // Rolled at the bucket's own floor, never before it: a window already projected for a later
+      // grant must not be projected afresh, with its grants forgotten, by a caller asking earlier.
+      const from = Math.max(at, cur.pausedUntilMs, cur.floorMs);
+      const b = rolled(cur, from, seqOf(s, b0), unsentOf(s, b0));
+      buckets[key] = b;
+      const next = Math.max(from, roomAt(s, b, from, policy));
+      if (next > at) {
+        at = next;
+        moved = true;
+      }
+    }
+    if (!moved) break;
+  }
+  for (const [key] of mine) {
+    const b = buckets[key] as BucketEstimate;
+    const level = b.level === null ? null : bucketRoom(b, at, policy) - 1;
+    buckets[key] = { ...b, floorMs: at, level, levelAt: Math.max(at, b.levelAt) };
+  }
+  const interval = policy.ceilingPerSecond === null ? 0 : 1000 / (policy.ceilingPerSecond * (1 - policy.reserve));
+  const seq = s.seq + 1;
+  const endpointSeq = (s.seqByEndpoint[endpoint] ?? 0) + 1;
+  const probe = endpoint !== 'runs.list' && probeDue(s, nowMs);
+  return {
+    state: {
+      ...s,
+      firstGrantMs: s.seq === 0 ? nowMs : s.firstGrantMs,
+      buckets,
+      seq,
+      seqByEndpoint: { ...s.seqByEndpoint, [endpoint]: endpointSeq },
+      nextSlotMs: interval > 0 ? at + interval : s.nextSlotMs,
+      probeAtMs: probe ? nowMs : s.probeAtMs,
+    },
+    result: { at, seq, endpointSeq, probe },
+  };
+}
+
+/** Whether the shared buckets' figures are old enough to ask a runs-list page for fresh ones. */
+function probeDue(s: BudgetState, nowMs: number): boolean {
+  const shared = live(s, nowMs).filter((b) => b.endpoint === null);
+  if (shared.length === 0) return false;
+  const rate = Math.min(...shared.map((b) => b.rate ?? 1));
+  const every = Math.min(PROBE_MAX_MS, Math.max(PROBE_MIN_MS, (PROBE_REQUESTS * 1000) / rate));
+  const newest = Math.max(...shared.map((b) => b.seenAt));
+  return nowMs - newest >= every && nowMs - s.probeAtMs >= every;
+}
+
+/**
+ * Learns from one response's headers. `limited` is true for a 429; `grant` numbers the request it
+ * answered (absent: the figure counts as answering the newest grant).
+ */
+export function learn(
+  s: BudgetState,
+  obs: RateObservation,
+  limited: boolean,
+  endpoint: string,
+  grant: { seq: number; endpointSeq: number; at?: number } | undefined,
+  policy: BudgetPolicy,
+): BudgetState {
+  if (!s.heard) s = { ...s, heard: true };
+  if (grant?.at !== undefined) s = { ...s, latencyMs: nextLatency(s.latencyMs, obs.atMs - grant.at) };
+  if (obs.limit === null) return s;
+  const key = placeFigure(s, endpoint, obs.limit, limited);
+  const owner = key.startsWith('*:') ? null : endpoint;
+  const b0 = s.buckets[key] ?? newBucket(obs.limit, owner, obs.atMs);
+  const at = owner === null ? (grant?.seq ?? s.seq) : (grant?.endpointSeq ?? s.seqByEndpoint[endpoint] ?? 0);
+  // A refused request took nothing: its own figure already counts it as unsent.
+  const refused = (owner === null ? s.unsent : (s.unsentByEndpoint[endpoint] ?? 0)) + (limited ? 1 : 0);
+  // A 429 where the estimate saw room means room does not come back the way it was thought to.
+  const surprised = limited && b0.last !== null && room(s, rolled(b0, obs.atMs, at, refused), obs.atMs, policy) >= 1;
+  const fig = limited ? { ...obs, remaining: 0 } : obs;
+  let b = learnBucket(b0, fig, at, refused, surprised);
+  const next = limited ? unsent(s, endpoint, grant) : s;
+  if (b.last !== null && b.last !== b0.last && b.rate !== null) {
+    // The newest figure says what the bucket holds; the turns granted after its request draw on that.
+    b = { ...b, level: b.last.remaining - sentSince(next, b, b.last), levelAt: Math.max(b.last.at, b.levelAt) };
+  }
+  return {
+    ...next,
+    buckets: { ...s.buckets, [key]: b },
+    limited: s.limited + (limited ? 1 : 0),
+    refusedBy: limited ? { ...s.refusedBy, [endpoint]: key } : s.refusedBy,
+  };
+}
+
+/** Follows a rise at once and a fall slowly: the guard before a window's end must cover most requests. */
+export function nextLatency(old: number, sample: number): number {
+  if (!(sample >= 0)) return old;
+  return Math.min(MAX_GUARD_MS, Math.max(sample, old * 0.95 + sample * 0.05));
+}
+
+/** Holds the callers of `endpoint`'s refusing bucket, or every caller, until `untilMs`. */
+export function pauseUntil(s: BudgetState, untilMs: number, endpoint?: string): BudgetState {
+  const key = endpoint === undefined ? undefined : s.refusedBy[endpoint];
+  const b = key === undefined ? undefined : s.buckets[key];
+  if (key !== undefined && b !== undefined && b.endpoint !== null) {
+    return { ...s, buckets: { ...s.buckets, [key]: { ...b, pausedUntilMs: Math.max(b.pausedUntilMs, untilMs) } } };
+  }
+  return untilMs > s.pausedUntilMs ? { ...s, pausedUntilMs: untilMs } : s;
+}
+
+/** What the budget has learned, for status and /metrics. */
+export function bucketViews(s: BudgetState): BucketView[] {
+  return Object.values(s.buckets).map((b) => ({
+    scope: b.endpoint ?? 'key',
+    limit: b.limit,
+    guess: b.guess,
+    ratePerSecond: b.rate,
+    measured: b.measured,
+    windowSeconds: b.guess === 'window' && b.windowMs !== null ? b.windowMs / 1000 : null,
+  }));
+}
+
+/** The key's bucket size as last reported. */
+export function keyLimit(s: BudgetState): number | null {
+  const shared = Object.values(s.buckets).filter((b) => b.endpoint === null);
+  if (shared.length === 0) return null;
+  return shared.reduce((a, b) => (b.seenAt > a.seenAt ? b : a)).limit;
+}
+
+export { bucketKey };

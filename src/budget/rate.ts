@@ -1,0 +1,143 @@
+import type { Logger } from '../util/logger.ts';
+import { silentLogger } from '../util/logger.ts';
+import { systemClock } from './clock.ts';
+import { readRateHeaders } from './headers.ts';
+import { MemoryBudgetStore } from './memory-store.ts';
+import { bucketViews, keyLimit, learn, nextLatency, pacedRate, pauseUntil, takeSlot, unsent } from './policy.ts';
+import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
+
+export interface RateBudgetOptions {
+  /** Where the state lives; default: this process's memory. */
+  store?: BudgetStore;
+  /** RUNSYNC_RATE_LIMIT: requests per second at most; null or absent: learn from the API alone. */
+  ceilingPerSecond?: number | null;
+  /** Share of the key's budget left for its other users; default 5%. */
+  reserve?: number;
+  clock?: BudgetClock;
+  logger?: Logger;
+}
+
+export const DEFAULT_RESERVE = 0.05;
+const MAX_TURNS = 6;
+const LATE_WAKE_MS = 25;
+
+/** The budget of one API key, shared by every request made through it. */
+export class SharedRateBudget implements RateBudget {
+  readonly policy: Readonly<BudgetPolicy>;
+  private readonly store: BudgetStore;
+  private readonly clock: BudgetClock;
+  private readonly logger: Logger;
+  private readonly granted: Record<string, number> = {};
+  private pauses = 0;
+  private probes = 0;
+  /** The longest a request of this process took, as told to the shared state. */
+  private toldLatency = 0;
+  /** Whether a response has been seen, so the shared state need not be told again. */
+  private heard = false;
+
+  constructor(options: RateBudgetOptions = {}) {
+    const ceiling = options.ceilingPerSecond ?? null;
+    const reserve = options.reserve ?? DEFAULT_RESERVE;
+    if (ceiling !== null && !(Number.isFinite(ceiling) && ceiling > 0)) {
+      throw new RangeError(`the rate ceiling must be a positive number of requests per second; got ${ceiling}`);
+    }
+    if (!(Number.isFinite(reserve) && reserve >= 0 && reserve < 1)) {
+      throw new RangeError(`the reserve must be a share from 0 to below 1; got ${reserve}`);
+    }
+    this.policy = Object.freeze({ ceilingPerSecond: ceiling, reserve });
+    this.store = options.store ?? new MemoryBudgetStore();
+    this.clock = options.clock ?? systemClock;
+    this.logger = options.logger ?? silentLogger();
+  }
+
+  async acquire(endpoint: string, signal?: AbortSignal): Promise<Grant> {
+    for (let turn = 1; ; turn++) {
+      if (signal?.aborted) throw signal.reason;
+      // The time is read when the step runs, not when it is queued: with a shared store the update
+      // may wait behind others, and a slot cut from a stale "now" would lie in the past.
+      const slot = await this.store.update((s) => takeSlot(s, endpoint, this.clock.now(), this.policy));
+      const now = this.clock.now();
+      if ('wait' in slot) {
+        await this.clock.sleep(slot.wait - now, signal);
+        turn--;
+        continue;
+      }
+      if (slot.at > now) {
+        await this.clock.sleep(slot.at - now, signal);
+        // A 429 seen by another caller while we waited, or waking late (a busy event loop), makes
+        // the turn stale: sent now, it could land in a window whose room was handed out already.
+        // Ask again (bounded, so a slow process still makes progress); the stale turn is counted
+        // as not sent.
+        const state = await this.store.read();
+        const woke = this.clock.now();
+        if (turn < MAX_TURNS && (state.pausedUntilMs > woke || woke - slot.at > LATE_WAKE_MS)) {
+          await this.store.update((s) => ({ state: unsent(s, endpoint, slot), result: undefined }));
+          continue;
+        }
+      }
+      this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
+      if (slot.probe) this.probes++;
+      return {
+        seq: slot.seq,
+        at: Math.max(slot.at, this.clock.now()),
+        endpointSeq: slot.endpointSeq,
+        probe: slot.probe,
+      };
+    }
+  }
+
+  async observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void> {
+    const obs = readRateHeaders(headers, this.clock.now());
+    if (!obs) {
+      await this.noteLatency(grant);
+      // Only a runs-list page carries the limits (as the spec has it); once one came back without
+      // them, none will tell, and requests stop waiting for one.
+      if (this.heard || endpoint !== 'runs.list') return;
+      await this.store.update((s) => ({ state: s.heard ? s : { ...s, heard: true }, result: undefined }));
+      this.heard = true;
+      return;
+    }
+    this.heard = true;
+    const change = await this.store.update((s) => {
+      const state = learn(s, obs, status === 429, endpoint, grant, this.policy);
+      const before = pacedRate(s, this.policy);
+      const after = pacedRate(state, this.policy);
+      return { state, result: before !== after && after !== null && Math.abs(after - (before ?? 0)) > 0.05 * after };
+    });
+    if (change) {
+      const s = await this.store.read();
+      this.logger.debug({ endpoint, limit: obs.limit, buckets: bucketViews(s) }, 'learned the rate limit');
+    }
+  }
+
+  /**
+   * A response without figures still says how long requests take from their turn (queueing in a
+   * busy process included); the shared state is told only when that grew, so it costs little.
+   */
+  private async noteLatency(grant: Grant | undefined): Promise<void> {
+    if (grant === undefined) return;
+    const took = this.clock.now() - grant.at;
+    if (took <= this.toldLatency * 1.2 + 10) return;
+    this.toldLatency = took;
+    await this.store.update((s) => ({ state: { ...s, latencyMs: nextLatency(s.latencyMs, took) }, result: undefined }));
+  }
+
+  async pause(retryAfterMs: number, endpoint?: string): Promise<void> {
+    const until = this.clock.now() + Math.max(0, retryAfterMs);
+    this.pauses++;
+    await this.store.update((s) => ({ state: pauseUntil(s, until, endpoint), result: undefined }));
+  }
+
+  async snapshot(): Promise<BudgetSnapshot> {
+    const s = await this.store.read();
+    return {
+      ratePerSecond: pacedRate(s, this.policy, this.clock.now()),
+      limit: keyLimit(s),
+      buckets: bucketViews(s),
+      pausedUntilMs: s.pausedUntilMs,
+      granted: { ...this.granted },
+      pauses: this.pauses,
+      probes: this.probes,
+    };
+  }
+}

@@ -1,0 +1,328 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
+import { handleAdmin } from './admin.ts';
+import { type SimKeySpec, SimKeys } from './auth.ts';
+import type { CatalogSizes, Json } from './catalog.ts';
+import { SimClock } from './clock.ts';
+import { SimCounters } from './counters.ts';
+import { CursorCodec } from './cursor.ts';
+import { type FaultConfig, SimFaults } from './faults.ts';
+import { QueryError } from './query.ts';
+import { DEFAULT_RATE_LIMIT, type RateDecision, type RateLimitConfig, SimRateLimiter } from './rate-limit.ts';
+import { matchRoute, NotFound, type Route, SimHandlers } from './routes.ts';
+import type { RunUniverseOptions } from './runs.ts';
+import { SimWorld } from './world.ts';
+
+export interface SimulatorOptions {
+  seed?: number;
+  /** Runs created in the `days` before the clock's start. */
+  size?: number;
+  days?: number;
+  /** The clock's start (ISO date-time or microseconds); default: the current hour. */
+  now?: string | Micros;
+  clock?: 'manual' | 'wall';
+  /** Wall clocks only: simulated seconds per real second. */
+  speed?: number;
+  catalog?: Partial<CatalogSizes>;
+  runs?: Partial<Omit<RunUniverseOptions, 'seed' | 'spanStart' | 'initialNow' | 'size'>>;
+  /** Keys accepted; default one key with every scope (`Simulator.key`). */
+  keys?: SimKeySpec[];
+  rateLimit?: Partial<RateLimitConfig>;
+  faults?: Partial<FaultConfig>;
+  /** Cursors this old are refused (wall time; 0: every cursor); null: never. Applies to every list. */
+  cursorTtlMs?: number | null;
+  /** Serve the /_sim control endpoints (clock, faults, keys, counters). */
+  admin?: boolean;
+  host?: string;
+  port?: number;
+}
+
+export interface Simulator {
+  /** The API's base URL (without /api/v1). */
+  readonly url: string;
+  /** The first key of `options.keys`, or the generated all-scopes key. */
+  readonly key: string;
+  readonly world: SimWorld;
+  readonly clock: SimClock;
+  readonly keys: SimKeys;
+  readonly faults: SimFaults;
+  readonly rateLimiter: SimRateLimiter;
+  readonly counters: SimCounters;
+  /** Moves the clock forward: `'1h'`, `'15m'`, or microseconds. */
+  advance(by: string | Micros): Micros;
+  close(): Promise<void>;
+}
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+
+export function defaultNow(): Micros {
+  const ms = Date.now();
+  return (ms - (ms % 3_600_000)) * 1000;
+}
+
+function toMicros(v: string | Micros | undefined, fallback: () => Micros): Micros {
+  if (v === undefined) return fallback();
+  if (typeof v === 'number') return v;
+  const t = parseTimestamp(v);
+  if (t === null) throw new Error(`not an RFC 3339 date-time: ${v}`);
+  return t;
+}
+
+export async function startSimulator(options: SimulatorOptions = {}): Promise<Simulator> {
+  const seed = options.seed ?? 42;
+  const clock = new SimClock(toMicros(options.now, defaultNow), options.clock ?? 'manual', options.speed ?? 1);
+  const world = new SimWorld(
+    {
+      seed,
+      size: options.size ?? 2000,
+      days: options.days ?? 30,
+      initialNow: clock.now(),
+      ...(options.catalog ? { catalog: options.catalog } : {}),
+      ...(options.runs ? { runs: options.runs } : {}),
+    },
+    clock,
+  );
+  const keys = new SimKeys();
+  const keySpecs = options.keys?.length ? options.keys : [{}];
+  const firstKey = keySpecs.map((k) => keys.add(k))[0] as string;
+  const faults = new SimFaults(options.faults);
+  const rateLimiter = new SimRateLimiter({ ...DEFAULT_RATE_LIMIT, ...options.rateLimit });
+  const counters = new SimCounters();
+  const handlers = new SimHandlers(
+    world,
+    new CursorCodec(seed, options.cursorTtlMs === undefined ? 3_600_000 : options.cursorTtlMs),
+  );
+
+  const ctx: ServerContext = { world, keys, faults, rateLimiter, counters, handlers, admin: options.admin ?? true };
+  const server = createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+    serve(ctx, req, res).catch((err: unknown) => {
+      const reqId = String(res.getHeader('X-Request-Id') ?? requestId());
+      if (!res.headersSent) sendJson(res, 500, errorBody('internal_error', String(err), reqId));
+      else res.destroy();
+    });
+  });
+  const sockets = new Set<import('node:net').Socket>();
+  server.on('connection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await listen(server, options.port ?? 0, options.host ?? '127.0.0.1');
+  const { port } = server.address() as AddressInfo;
+  const host = options.host && options.host !== '0.0.0.0' && options.host !== '::' ? options.host : '127.0.0.1';
+  return {
+    url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
+    key: firstKey,
+    world,
+    clock,
+    keys,
+    faults,
+    rateLimiter,
+    counters,
+    advance(by) {
+      const us = typeof by === 'number' ? by : parseDuration(by);
+      if (us === null) throw new Error(`not a duration: ${String(by)}`);
+      return clock.advance(us);
+    },
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+}
+
+export interface ServerContext {
+  world: SimWorld;
+  keys: SimKeys;
+  faults: SimFaults;
+  rateLimiter: SimRateLimiter;
+  counters: SimCounters;
+  handlers: SimHandlers;
+  admin: boolean;
+}
+
+function requestId(): string {
+  return `req_${randomBytes(8).toString('hex')}`;
+}
+
+export function errorBody(code: string, message: string, reqId: string, retryAfter?: number): Json {
+  const error: Json = { code, message, request_id: reqId };
+  if (retryAfter !== undefined) error.retry_after = retryAfter;
+  return { error };
+}
+
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(text), ...headers });
+  res.end(text);
+}
+
+function rateHeaders(d: RateDecision): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(d.limit),
+    'X-RateLimit-Remaining': String(d.remaining),
+    'X-RateLimit-Reset': String(d.reset),
+  };
+}
+
+function decodeSegments(rawPath: string): string[] | null {
+  try {
+    return rawPath
+      .split('/')
+      .slice(1)
+      .map((s) => decodeURIComponent(s));
+  } catch {
+    return null;
+  }
+}
+
+async function readBody(req: IncomingMessage): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > 1_000_000) break;
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const started = Date.now();
+  const reqId = requestId();
+  res.setHeader('X-Request-Id', reqId);
+  const raw = req.url ?? '/';
+  const q = raw.indexOf('?');
+  const rawPath = q < 0 ? raw : raw.slice(0, q);
+  const query = new URLSearchParams(q < 0 ? '' : raw.slice(q + 1));
+  const method = req.method ?? 'GET';
+
+  if (rawPath.startsWith('/_sim/') || rawPath === '/_sim') {
+    if (!ctx.admin) return sendJson(res, 404, errorBody('not_found', 'no such path', reqId));
+    return handleAdmin(ctx, method, rawPath, query, await readBody(req), res);
+  }
+
+  const segments = decodeSegments(rawPath);
+  const route = segments ? matchRoute(segments) : null;
+  const endpoint = route?.endpoint ?? 'unknown';
+  const auth = ctx.keys.authenticate(req.headers.authorization, ctx.world.now());
+  const keyId = auth.ok ? auth.keyId : null;
+  let status = 0;
+  const done = () => ctx.counters.record({ t: started, endpoint, status, keyId });
+
+  const fault = ctx.faults.decide(endpoint, keyId, started);
+  if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
+  if (fault.action === 'reset') {
+    done();
+    req.socket.destroy();
+    return;
+  }
+  const fail = (
+    st: number,
+    code: string,
+    message: string,
+    headers: Record<string, string> = {},
+    retryAfter?: number,
+  ) => {
+    status = st;
+    done();
+    sendJson(res, st, errorBody(code, message, reqId, retryAfter), headers);
+  };
+
+  if (fault.action === 'server_error') {
+    if (fault.status === 500) return fail(500, 'internal_error', 'the API could not complete the request');
+    status = fault.status;
+    done();
+    const html = `<html><head><title>${status}</title></head><body><h1>${status} ${status === 502 ? 'Bad Gateway' : 'Service Unavailable'}</h1></body></html>`;
+    res.writeHead(status, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(html) });
+    res.end(html);
+    return;
+  }
+  if (!auth.ok) {
+    const why = {
+      missing: 'the Authorization header is missing',
+      malformed: 'the Authorization header must be "Bearer svc_live_…"',
+      unknown: 'the API key is not recognised',
+      expired: 'the API key has expired',
+      revoked: 'the API key has been revoked',
+    }[auth.reason];
+    return fail(401, 'unauthenticated', why);
+  }
+
+  const burst = ctx.faults.burstRemaining(auth.keyId, started);
+  if (burst > 0) {
+    const limit = ctx.rateLimiter.config.perKey?.limit ?? 100;
+    const headers = {
+      'Retry-After': String(burst),
+      'X-RateLimit-Limit': String(limit),
+      'X-RateLimit-Remaining': '0',
+      'X-RateLimit-Reset': String(Math.ceil(started / 1000) + burst),
+    };
+    return fail(429, 'rate_limited', `rate limit exceeded; retry in ${burst}s`, headers, burst);
+  }
+  const rate = ctx.rateLimiter.check(auth.keyId, auth.org, endpoint, started);
+  if (rate && !rate.allowed) {
+    const headers = { 'Retry-After': String(rate.retryAfter), ...rateHeaders(rate) };
+    return fail(429, 'rate_limited', `rate limit exceeded; retry in ${rate.retryAfter}s`, headers, rate.retryAfter);
+  }
+
+  if (segments === null) return fail(400, 'invalid_request', 'the path is not valid percent-encoding');
+  if (!route) return fail(404, 'not_found', `no such path: ${rawPath}`);
+  if (method !== route.method) {
+    return fail(405, 'invalid_request', `${method} is not allowed here; use ${route.method}`, { Allow: route.method });
+  }
+  if (route.scope && !auth.scopes.has(route.scope)) {
+    return fail(403, 'permission_denied', `the API key lacks the scope ${route.scope}`);
+  }
+  if (route.endpoint === 'mcp') {
+    status = 200;
+    done();
+    return sendJson(res, 200, {
+      jsonrpc: '2.0',
+      id: null,
+      error: { code: -32601, message: 'the simulator serves no MCP tools' },
+    });
+  }
+
+  let body: Json;
+  try {
+    body = ctx.handlers.handle(route as Route, query);
+  } catch (e) {
+    if (e instanceof QueryError) return fail(400, 'invalid_request', e.message);
+    if (e instanceof NotFound) return fail(404, 'not_found', e.message);
+    throw e;
+  }
+  status = 200;
+  done();
+  const headers = route.endpoint === 'runs.list' && rate ? rateHeaders(rate) : {};
+  if (fault.action === 'malformed') {
+    const text = `${JSON.stringify(body).slice(0, 40)}<!-- upstream error -->`;
+    res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(text), ...headers });
+    res.end(text);
+    return;
+  }
+  if (fault.action === 'truncated') {
+    const text = Buffer.from(JSON.stringify(body));
+    res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': text.length, ...headers });
+    res.write(text.subarray(0, Math.floor(text.length / 2)), () => res.destroy());
+    return;
+  }
+  sendJson(res, 200, body, headers);
+}

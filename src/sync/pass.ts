@@ -1,0 +1,132 @@
+import { PermissionError } from '../api/index.ts';
+import type { PassKind } from './audit.ts';
+import { type SnapshotResult, snapshotCatalog } from './catalog.ts';
+import { reconcileHorizon, syncLiveWindow } from './live.ts';
+import { recordOpenRuns, refreshOpenRuns } from './open-runs.ts';
+import { exportCounts, OperationError, type OperationResult, runOperation } from './operation.ts';
+import { retryPending } from './pending.ts';
+import { type RollingResult, rollHorizon } from './rolling.ts';
+import { emptyRunCounts, type RunCounts, type SyncDeps } from './types.ts';
+import type { Window } from './window.ts';
+
+// One pass, in the contract's order: catalog snapshot, the live runs window, the open runs created
+// before it, a step of the rolling reconciliation (with reconcile: every run of the horizon
+// instead), the details that failed before, then the Parquet export. A resource the key may not
+// read is reported and the rest still syncs; the pass is then "partial" (exit 1). A refused key
+// stops the pass at once: what was committed stays, the rest is picked up by the next pass.
+
+export interface PassOptions {
+  kind?: Extract<PassKind, 'sync' | 'snapshot'>;
+  reconcile?: boolean;
+  /** Write the Parquet export at the end (default true). */
+  export?: boolean;
+  /** Snapshot the catalog (default true; the worker snapshots it on its own schedule). */
+  catalog?: boolean;
+}
+
+export interface PassResult extends OperationResult {
+  window: Window | null;
+  reconciled: Window | null;
+  /** The step of the rolling reconciliation this pass walked (null: none, or --reconcile). */
+  rolling: RollingResult | null;
+  runs: RunCounts;
+  catalog: SnapshotResult | null;
+  openRunsChecked: number;
+  openRunsTracked: number;
+  pendingRetried: number;
+}
+
+export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<PassResult> {
+  const kind: PassKind = options.kind === 'snapshot' ? 'snapshot' : options.reconcile ? 'reconcile' : 'sync';
+  return runOperation<PassResult>(deps, {
+    kind,
+    init: (base) => ({
+      ...base,
+      window: null,
+      reconciled: null,
+      rolling: null,
+      runs: emptyRunCounts(),
+      catalog: null,
+      openRunsChecked: 0,
+      openRunsTracked: 0,
+      pendingRetried: 0,
+    }),
+    run: (d, result) => pass(d, options, result),
+    export: options.export !== false,
+    interrupted: 'the pass was interrupted; the next pass resumes where it stopped',
+    audit: (r) => ({
+      counts: {
+        runs: r.runs,
+        catalog: r.catalog?.tables ?? null,
+        openRunsChecked: r.openRunsChecked,
+        openRunsTracked: r.openRunsTracked,
+        pendingRetried: r.pendingRetried,
+        rolling: r.rolling,
+        export: exportCounts(r.export),
+      },
+      window: r.window,
+    }),
+    summary: (r) => ({ runs: r.runs }),
+    failed: (r, cause) => new PassError(r, cause),
+  });
+}
+
+async function pass(deps: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
+  deps.logger.info({ kind: result.kind }, 'pass started');
+  // The catalog and the runs go side by side under the one budget: the catalog's few requests
+  // and its load then cost the runs nothing. A failure of either stops the other.
+  const inner = new AbortController();
+  const stop = () => inner.abort(deps.signal.reason);
+  if (deps.signal.aborted) stop();
+  deps.signal.addEventListener('abort', stop, { once: true });
+  const both: SyncDeps = { ...deps, signal: inner.signal };
+  const halt = (e: unknown) => {
+    inner.abort(e);
+    throw e;
+  };
+  const settled = await Promise.allSettled([
+    options.catalog === false ? Promise.resolve() : snapshotCatalog(both).then((c) => (result.catalog = c), halt),
+    result.kind === 'snapshot' ? Promise.resolve() : syncRuns(both, options, result).catch(halt),
+  ]);
+  deps.signal.removeEventListener('abort', stop);
+  const failed = settled.find((x): x is PromiseRejectedResult => x.status === 'rejected');
+  // The first failure is the abort reason; the other half then failed only because of it.
+  if (failed) throw deps.signal.aborted ? deps.signal.reason : (inner.signal.reason ?? failed.reason);
+  for (const d of result.catalog?.denied ?? []) result.errors.push(deniedLine(d.resource, d.scope, d.message));
+}
+
+/** A pass that stopped: its result so far (committed work is kept) and why. */
+export class PassError extends OperationError<PassResult> {
+  override readonly name = 'PassError';
+  get pass(): PassResult {
+    return this.result;
+  }
+}
+
+async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
+  try {
+    const window = await syncLiveWindow(deps, result.runs);
+    result.window = window;
+    const horizonStart = deps.now() - deps.settings.openRunHorizon;
+    if (options.reconcile) {
+      // Every run of the horizon is listed, the open ones with the rest.
+      result.reconciled = await reconcileHorizon(deps, window.from, result.runs);
+    } else {
+      result.openRunsChecked = await refreshOpenRuns(deps, horizonStart, window.from, result.runs);
+      result.rolling = await rollHorizon(deps, window.from, result.runs);
+    }
+    const passes = await deps.gate.use((wh) =>
+      wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
+    );
+    result.pendingRetried = await retryPending(deps, result.runs, Number(passes[0]?.n ?? 0));
+    result.openRunsTracked = await deps.gate.use((wh) => recordOpenRuns(wh, horizonStart, deps.now()));
+  } catch (e) {
+    if (!(e instanceof PermissionError)) throw e;
+    result.errors.push(deniedLine('runs', e.scope, e.message));
+    deps.logger.error({ resource: 'runs', scope: e.scope }, 'the API key may not read runs');
+  }
+}
+
+function deniedLine(resource: string, scope: string | null, message: string): string {
+  return `the API key may not read ${resource}${scope ? `: it lacks the scope ${scope}` : ''} (${message})`;
+}

@@ -1,0 +1,217 @@
+import type { BudgetUse } from '../budget/index.ts';
+import { CATALOG_TABLES, RESOURCES } from '../resources/registry.ts';
+import { applyChanges, type SchemaChange } from '../resources/schema-evolve.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import type { Micros } from '../util/timestamp.ts';
+import { catalogListedKey } from '../warehouse/load-catalog.ts';
+import { readSchemaChanges } from '../warehouse/schema.ts';
+import { getState } from '../warehouse/sync-state.ts';
+import type { SqlRunner } from '../warehouse/types.ts';
+import { combineLags, type FreshnessSummary, type LagStats } from './freshness.ts';
+import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './live.ts';
+import { ROLLING_KEY } from './rolling.ts';
+import type { RollingState } from './rolling-plan.ts';
+import type { WalkState } from './walk.ts';
+
+// What `runsync status` shows, read from the warehouse's bookkeeping: where the live window stands,
+// the last passes, the open runs being watched, what is kept aside, walks in progress, row counts.
+
+export interface PassSummary {
+  id: string;
+  kind: string;
+  status: string;
+  startedAt: Micros;
+  finishedAt: Micros | null;
+  requests: number | null;
+  rateLimited: number | null;
+  retries: number | null;
+  errors: string[];
+}
+
+export interface WalkSummary {
+  key: string;
+  from: Micros;
+  to: Micros;
+  slices: number;
+  slice: number;
+  done: boolean;
+  listed: number;
+  fetched: number;
+  updatedAt: Micros;
+}
+
+export interface StatusReport {
+  watermark: Micros | null;
+  lastPass: PassSummary | null;
+  /** The last pass that did not end well, when it is newer than the last good one. */
+  lastFailure: PassSummary | null;
+  openRuns: { total: number; byReason: Record<string, number>; oldestCreatedAt: Micros | null };
+  pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
+  /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
+  lag: { warehouse: LagStats | null; parquet: LagStats | null };
+  /** What the rate budget had learned at the end of the last pass that recorded it, and what it used. */
+  rateBudget: (BudgetUse & { passId: string }) | null;
+  /** Where the rolling reconciliation stands; null before its first pass, or when it is off. */
+  rolling: RollingState | null;
+  rejected: number;
+  walks: WalkSummary[];
+  tables: Record<string, number>;
+  freshness: { newestRunUpdatedAt: Micros | null; lastFetchedAt: Micros | null; lastCatalogListedAt: Micros | null };
+  /** Per table: when its data was last brought up to date from the API. */
+  tableFreshness: Record<string, Micros | null>;
+  exportPending: number;
+  /** What schema evolution did, oldest first: columns and tables added for new API members. */
+  schemaChanges: SchemaChange[];
+}
+
+/** The tables status counts: every resource's live and child tables, evolved ones included. */
+export function statusTables(resources: readonly ResourceSpec[]): string[] {
+  return resources.flatMap((r) => [r.table, ...r.children.map((c) => c.table)]);
+}
+
+export const STATUS_TABLES = statusTables(RESOURCES);
+
+const n = (v: bigint | number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
+
+async function lastBudgetUse(db: SqlRunner): Promise<StatusReport['rateBudget']> {
+  const [row] = await db.all<{ id: string; b: string }>(
+    `SELECT id, CAST(counts->'rate_budget' AS VARCHAR) AS b FROM _sync_audit
+     WHERE (counts->'rate_budget') IS NOT NULL ORDER BY finished_at DESC LIMIT 1`,
+  );
+  return row ? { ...(JSON.parse(row.b) as BudgetUse), passId: row.id } : null;
+}
+
+async function lastHourLag(db: SqlRunner): Promise<StatusReport['lag']> {
+  const rows = await db.all<{ f: string }>(
+    `SELECT CAST(counts->'freshness' AS VARCHAR) AS f FROM _sync_audit
+     WHERE (counts->'freshness') IS NOT NULL
+       AND finished_at >= (SELECT max(finished_at) FROM _sync_audit) - INTERVAL 1 HOUR`,
+  );
+  const parts = rows.map((r) => JSON.parse(r.f) as FreshnessSummary);
+  const of = (k: keyof FreshnessSummary) => combineLags(parts.flatMap((p) => (p[k] ? [p[k]] : [])));
+  return { warehouse: of('warehouse'), parquet: of('parquet') };
+}
+
+export async function readStatus(db: SqlRunner): Promise<StatusReport> {
+  const state = new Map(
+    (
+      await db.all<{ key: string; value: string; u: bigint }>(
+        `SELECT key, value::VARCHAR AS value, epoch_us(updated_at) AS u FROM _sync_state`,
+      )
+    ).map((r) => [r.key, { value: JSON.parse(r.value) as unknown, updatedAt: Number(r.u) }]),
+  );
+  const passes = await db.all<{
+    id: string;
+    kind: string;
+    status: string;
+    s: bigint;
+    f: bigint | null;
+    requests: bigint | null;
+    rl: bigint | null;
+    retries: bigint | null;
+    errors: string | null;
+  }>(
+    `SELECT id, kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f, requests, rate_limited AS rl, retries, errors::VARCHAR AS errors
+     FROM _sync_audit ORDER BY started_at DESC LIMIT 50`,
+  );
+  const toPass = (p: (typeof passes)[number]): PassSummary => ({
+    id: p.id,
+    kind: p.kind,
+    status: p.status,
+    startedAt: Number(p.s),
+    finishedAt: n(p.f),
+    requests: n(p.requests),
+    rateLimited: n(p.rl),
+    retries: n(p.retries),
+    errors: p.errors ? (JSON.parse(p.errors) as string[]) : [],
+  });
+  const lastGood = passes.findIndex((p) => p.status === 'ok');
+  const failed = passes.findIndex((p) => p.status !== 'ok' && p.status !== 'running');
+  const open = await db.all<{ reason: string; c: bigint; oldest: bigint | null }>(
+    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
+  );
+  const [pending] = await db.all<{ c: bigint; oldest: bigint | null; e: string | null }>(
+    `SELECT count(*) AS c, min(epoch_us(first_failed_at)) AS oldest, arg_max(last_error, last_failed_at) AS e FROM _sync_pending_runs`,
+  );
+  const schemaChanges = await readSchemaChanges(db);
+  const resources = applyChanges(RESOURCES, schemaChanges);
+  const tables: Record<string, number> = {};
+  for (const t of statusTables(resources)) {
+    const [r] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM ${t}`);
+    tables[t] = Number(r?.c ?? 0);
+  }
+  const [fresh] = await db.all<{ u: bigint | null; f: bigint | null }>(
+    `SELECT max(epoch_us(updated_at)) AS u, max(epoch_us(fetched_at)) AS f FROM runs`,
+  );
+  const [rejected] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM _sync_rejected`);
+  const [dirty] = await db.all<{ c: bigint }>(
+    `SELECT count(*) AS c FROM (SELECT DISTINCT table_name, created_date FROM _sync_export_dirty)`,
+  );
+  let catalogListed: Micros | null = null;
+  for (const [key, v] of state) {
+    if (key.startsWith('catalog.') && typeof v.value === 'number')
+      catalogListed = Math.max(catalogListed ?? 0, v.value);
+  }
+
+  const walks: WalkSummary[] = [];
+  for (const [key, v] of state) {
+    if (key !== LIVE_KEY && key !== RECONCILE_KEY && !key.startsWith('backfill.')) continue;
+    const w = v.value as WalkState;
+    const slices = Math.max(1, Math.ceil((w.to - w.from) / w.sliceMicros));
+    walks.push({
+      key,
+      from: w.from,
+      to: w.to,
+      slices,
+      slice: Math.min(w.position.slice, slices),
+      done: w.done,
+      listed: w.listed,
+      fetched: w.fetched,
+      updatedAt: v.updatedAt,
+    });
+  }
+  walks.sort((a, b) => b.updatedAt - a.updatedAt);
+
+  const tableFreshness: Record<string, Micros | null> = {};
+  for (const t of CATALOG_TABLES) {
+    const v = state.get(catalogListedKey(t))?.value;
+    tableFreshness[t] = typeof v === 'number' ? v : null;
+  }
+  tableFreshness.tool_parameters = tableFreshness.tools ?? null;
+  const [opts] = await db.all<{ f: bigint | null }>(`SELECT max(epoch_us(fetched_at)) AS f FROM run_tool_options`);
+  tableFreshness.run_tool_options = n(opts?.f);
+  // The run tables are as fresh as the last pass that finished its window.
+  const lastRunsPass = passes.find(
+    (p) =>
+      (p.kind === 'sync' || p.kind === 'reconcile') && p.status !== 'running' && p.f !== null && p.status !== 'failed',
+  );
+  for (const t of statusTables(resources.filter((r) => r.table === 'runs')))
+    tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
+
+  const watermark = state.get(WATERMARK_KEY)?.value;
+  return {
+    watermark: typeof watermark === 'number' ? watermark : null,
+    schemaChanges,
+    rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,
+    lag: await lastHourLag(db),
+    rateBudget: await lastBudgetUse(db),
+    lastPass: passes[0] ? toPass(passes[0]) : null,
+    lastFailure:
+      failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,
+    openRuns: {
+      total: open.reduce((a, r) => a + Number(r.c), 0),
+      byReason: Object.fromEntries(open.map((r) => [r.reason, Number(r.c)])),
+      oldestCreatedAt: open.reduce<Micros | null>(
+        (a, r) => (r.oldest === null ? a : Math.min(a ?? Infinity, Number(r.oldest))),
+        null,
+      ),
+    },
+    pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
+    rejected: Number(rejected?.c ?? 0),
+    walks,
+    tables,
+    freshness: { newestRunUpdatedAt: n(fresh?.u), lastFetchedAt: n(fresh?.f), lastCatalogListedAt: catalogListed },
+    tableFreshness,
+    exportPending: Number(dirty?.c ?? 0),
+  };
+}

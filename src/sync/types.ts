@@ -1,0 +1,104 @@
+import type { ApiClient } from '../api/index.ts';
+import type { RateBudget } from '../budget/types.ts';
+import type { Logger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+import type { DetailSource } from './detail-fetcher.ts';
+import type { FreshnessSample } from './freshness.ts';
+import type { WarehouseGate } from './warehouse-gate.ts';
+
+// What every part of the sync engine is given. Nothing is global: the CLI, the worker's jobs and
+// the tests each build their own.
+
+export interface SyncSettings {
+  /** RUNSYNC_START_DATE; null: the first pass reads every run the API has. */
+  startDate: Micros | null;
+  lookback: Micros;
+  openRunHorizon: Micros;
+  /** Every run of the horizon re-checked within this (rolling reconciliation); null: off. */
+  reconcileEvery: Micros | null;
+  /** The share of the key's rate rolling reconciliation may use. */
+  reconcileBudget: number;
+  /** How far before the pass's start its window ends (default 5 s): runs being created that
+   * moment are left to the next pass, whose lookback reads them. */
+  settle: Micros;
+  /** Run details in flight at once (the budget, not this, sets the pace). */
+  detailConcurrency: number;
+  /** Pages listed ahead of the one being loaded. */
+  bufferedPages: number;
+  /**
+   * How far the runs lister may run ahead of the details, in runs to fetch plus one per page (default
+   * LIST_AHEAD_RUNS): it holds a cursor unused only once this much is waiting.
+   */
+  listAheadRuns?: number;
+  /** Slice length of long windows, reconciliations and backfills (default a day). */
+  sliceMicros: Micros;
+  /** The setting the API key came from, named when the API refuses it. */
+  keySetting?: string;
+}
+
+export interface SyncDeps {
+  api: ApiClient;
+  gate: WarehouseGate;
+  logger: Logger;
+  signal: AbortSignal;
+  /** The clock windows are cut with. */
+  now: () => Micros;
+  settings: SyncSettings;
+  /** The client's budget, read for requests per endpoint. */
+  budget?: RateBudget;
+  /** Where run details come from (default: fetched by this process). */
+  details?: (signal: AbortSignal) => DetailSource;
+  /** Where loads record how long each change took to arrive (passes; not a first sync). */
+  freshness?: FreshnessSample;
+}
+
+/** What a walk over run summaries did. */
+export interface RunCounts {
+  /** List requests answered. */
+  pages: number;
+  /** Summaries read. */
+  listed: number;
+  /** Runs not in the warehouse before. */
+  new: number;
+  /** Runs whose summary updated_at moved. */
+  changed: number;
+  unchanged: number;
+  /** Details fetched and loaded. */
+  fetched: number;
+  inserted: number;
+  updated: number;
+  stale: number;
+  childRows: number;
+  /** Details that could not be fetched: kept in _sync_pending_runs. */
+  pending: number;
+  /** Records refused (by the schema or the flattening): kept in _sync_rejected. */
+  rejected: number;
+  /** Slices (or pieces of one) listed again from their first page because the API refused a cursor. */
+  cursorRestarts: number;
+  /** Of those restarts, the ones that halved the piece being read, after repeated refusals. */
+  narrowed: number;
+}
+
+export function emptyRunCounts(): RunCounts {
+  return {
+    pages: 0,
+    listed: 0,
+    new: 0,
+    changed: 0,
+    unchanged: 0,
+    fetched: 0,
+    inserted: 0,
+    updated: 0,
+    stale: 0,
+    childRows: 0,
+    pending: 0,
+    rejected: 0,
+    cursorRestarts: 0,
+    narrowed: 0,
+  };
+}
+
+export function addRunCounts(into: RunCounts, add: Partial<RunCounts>): RunCounts {
+  for (const [k, v] of Object.entries(add)) into[k as keyof RunCounts] += v ?? 0;
+  return into;
+}

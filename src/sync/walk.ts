@@ -1,0 +1,248 @@
+import type { InvalidRecordReport, ListPage, RunListFilter, RunSummary } from '../api/index.ts';
+import { type Micros, parseTimestamp } from '../util/timestamp.ts';
+import { US_TO_TSTZ } from '../warehouse/sql.ts';
+import { getState, setState } from '../warehouse/sync-state.ts';
+import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
+import { detailSource } from './detail-fetcher.ts';
+import { ListAhead } from './list-ahead.ts';
+import { runPipeline } from './load-pipeline.ts';
+import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
+import { type CursorRestart, readSlice, type SliceAt } from './slice.ts';
+import type { RunCounts, SyncDeps } from './types.ts';
+import { slices, type Window } from './window.ts';
+
+// A walk reads every run summary created in [from, to), a slice (a day by default) at a time, and
+// fetches the detail of each run that is new or whose summary's updated_at moved past the stored
+// one (or of every run, when forced). The list's order is never relied on: a slice is done when
+// its listing ends, and what each page holds is judged by id against the warehouse.
+//
+// Where it stands (slice, piece, part of a split filter, cursor) is saved with every commit, in the
+// same transaction as the page's rows, so a killed walk resumes at the page after the last one
+// loaded. A cursor the API no longer takes, saved or just handed out, makes the slice (or the piece
+// of it being read) start over, narrower when refusals repeat (slice.ts); this costs list
+// requests only: what was loaded or is already being fetched is not fetched again.
+
+export { RUNS_PAGE_SIZE } from './slice.ts';
+
+export interface WalkSpec {
+  from: Micros;
+  to: Micros;
+  sliceMicros: Micros;
+  /** List filters besides created time (backfills). */
+  filter: Omit<RunListFilter, 'createdAfter' | 'createdBefore'>;
+  /** Fetch every listed run's detail, changed or not. */
+  force: boolean;
+}
+
+export interface WalkPosition extends SliceAt {
+  slice: number;
+}
+
+export interface WalkState extends WalkSpec {
+  position: WalkPosition;
+  done: boolean;
+  startedAt: Micros;
+  /** Runs listed and fetched so far, for progress reports of long walks. */
+  listed: number;
+  fetched: number;
+}
+
+export interface WalkHooks {
+  /** Bookkeeping committed with the page that completes a slice (the live pass's watermark). */
+  onSliceDone?: (tx: SqlRunner, slice: Window) => Promise<void>;
+  /** Called after each commit. */
+  onProgress?: (state: WalkState, slices: number) => void;
+  /** Called when a refused cursor makes a slice start over (or narrower), before it does. */
+  onCursorRefused?: (restart: CursorRestart) => void;
+}
+
+export function newWalk(spec: WalkSpec, startedAt: Micros): WalkState {
+  return { ...spec, position: { slice: 0, part: 0, cursor: null }, done: false, startedAt, listed: 0, fetched: 0 };
+}
+
+export function readWalk(deps: SyncDeps, key: string): Promise<WalkState | undefined> {
+  return deps.gate.use((wh) => getState<WalkState>(wh, key));
+}
+
+/** Runs whose stored updated_at a walk keeps in memory at once (about 100 bytes each). */
+export const STORED_MAP_LIMIT = 250_000;
+
+/**
+ * Stored updated_at of the runs created in [from, to): what a page's summaries are judged by. Null
+ * when there are more than `limit`, so the walk reads them a slice at a time instead.
+ */
+export async function storedUpdatedAt(
+  wh: Warehouse,
+  range: Window,
+  limit: number,
+): Promise<Map<string, Micros> | null> {
+  const rows = await wh.all<{ id: string; u: bigint }>(
+    `SELECT id, epoch_us(updated_at) AS u FROM runs WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} LIMIT $3`,
+    [BigInt(range.from), BigInt(range.to), limit + 1],
+  );
+  if (rows.length > limit) return null;
+  return new Map(rows.map((r) => [r.id, Number(r.u)]));
+}
+
+/** Work a walk lists ahead of its fetches (ids to fetch, plus one per page), unless set. */
+export const LIST_AHEAD_RUNS = 10_000;
+
+/** What a listed page asks for; the walk's position after it goes with it. */
+interface Listed {
+  fetch: string[];
+  listed: Map<string, string | null>;
+  refused: InvalidRecordReport[];
+  counts: Partial<RunCounts>;
+  after: WalkState;
+  bookkeeping: (tx: SqlRunner) => Promise<void>;
+}
+
+/**
+ * Walks from the saved position. `preloaded`: the stored updated_at of every run in the walk's
+ * remaining range, when the caller read it already (it is then not read again).
+ */
+export async function walkRuns(
+  deps: SyncDeps,
+  key: string,
+  start: WalkState,
+  hooks: WalkHooks,
+  counts: RunCounts,
+  preloaded?: Map<string, Micros>,
+): Promise<WalkState> {
+  const parts = slices({ from: start.from, to: start.to }, start.sliceMicros);
+  const state: WalkState = { ...start, position: { ...start.position } };
+  if (parts.length === 0 || state.position.slice >= parts.length) {
+    const done = { ...state, done: true };
+    await deps.gate.use((wh) => wh.transaction((tx) => setState(tx, key, done, deps.now())));
+    return done;
+  }
+  const fetcher = detailSource(deps);
+  const ahead = new ListAhead<Listed>(deps.settings.listAheadRuns ?? LIST_AHEAD_RUNS, (l) => 1 + l.fetch.length);
+  // The state as of the last commit; each item carries the state after its page.
+  let committed = state;
+  try {
+    await runPipeline<RunItem & { after: WalkState }>(
+      (push, signal) =>
+        ahead.run(listWalk(deps, key, state, parts, { hooks, counts, preloaded, ahead, signal }), (l) =>
+          push({ ...l, ready: l.fetch.length ? fetcher.fetch(l.fetch) : NO_DETAILS }),
+        ),
+      async (items) => {
+        await commitRunItems(deps, items, counts);
+        committed = (items[items.length - 1] as { after: WalkState }).after;
+        deps.logger.debug(
+          { key, position: committed.position, listed: committed.listed, done: committed.done },
+          'walk checkpoint committed',
+        );
+        hooks.onProgress?.(committed, parts.length);
+      },
+      { ahead: deps.settings.bufferedPages, signal: deps.signal },
+    );
+  } finally {
+    fetcher.close();
+  }
+  return committed;
+}
+
+interface ListContext {
+  hooks: WalkHooks;
+  counts: RunCounts;
+  preloaded: Map<string, Micros> | undefined;
+  ahead: ListAhead<Listed>;
+  signal: AbortSignal;
+}
+
+/** Every page of the walk from its position, judged, with the position after it. */
+async function* listWalk(
+  deps: SyncDeps,
+  key: string,
+  state: WalkState,
+  parts: readonly Window[],
+  c: ListContext,
+): AsyncGenerator<Listed> {
+  let listed = state.listed;
+  let fetched = state.fetched;
+  // One read for the whole walk when it fits in memory, else one per slice: each read is a turn at
+  // the warehouse, which loads also wait for. The map also learns what was asked for, so a run
+  // listed again (a slice read anew after a refused cursor) is not fetched twice, even before its
+  // detail is committed.
+  const first = parts[state.position.slice] as Window;
+  const whole =
+    c.preloaded ??
+    (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT)));
+  let position = state.position;
+  for (let s = position.slice; s < parts.length; s = position.slice) {
+    const slice = parts[s] as Window;
+    const stored =
+      whole ??
+      (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ??
+      new Map<string, Micros>();
+    const pages = readSlice(deps, slice, position, {
+      filter: state.filter,
+      counts: c.counts,
+      signal: c.signal,
+      beforeRestart: () => c.ahead.roomToRestart(),
+      ...(c.hooks.onCursorRefused ? { onRestart: c.hooks.onCursorRefused } : {}),
+      logFields: { key, slice: s },
+    });
+    for await (const { page, next } of pages) {
+      const judged = judge(page, stored, state.force);
+      listed += page.received;
+      fetched += judged.fetch.length;
+      position = next.done ? startOf(s + 1, parts, next.width) : { slice: s, ...next.at };
+      const after: WalkState = { ...state, position, done: position.slice >= parts.length, listed, fetched };
+      yield {
+        fetch: judged.fetch,
+        listed: judged.listed,
+        refused: page.refused,
+        counts: {
+          pages: 1,
+          listed: page.received,
+          new: judged.fresh,
+          changed: judged.changed,
+          unchanged: judged.unchanged,
+        },
+        after,
+        bookkeeping: async (tx) => {
+          if (next.done) await c.hooks.onSliceDone?.(tx, slice);
+          await setState(tx, key, after, deps.now());
+        },
+      };
+    }
+    if (position.slice === s) throw new Error(`the listing of slice ${s} of ${key} ended before its last page`);
+  }
+}
+
+/** The position at the start of slice `s`, narrowed to `width` when the slice before had to be. */
+function startOf(s: number, parts: readonly Window[], width: Micros | null): WalkPosition {
+  const slice = parts[s];
+  if (!slice || width === null || width >= slice.to - slice.from) return { slice: s, part: 0, cursor: null };
+  return { slice: s, part: 0, cursor: null, piece: { from: slice.from, to: slice.from + width } };
+}
+
+interface Judged {
+  fetch: string[];
+  listed: Map<string, string | null>;
+  fresh: number;
+  changed: number;
+  unchanged: number;
+}
+
+/** Which runs of a page need their detail; the stored map learns what was asked, so a run listed twice is fetched once. */
+export function judge(page: ListPage<RunSummary>, stored: Map<string, Micros>, force: boolean): Judged {
+  const out: Judged = { fetch: [], listed: new Map(), fresh: 0, changed: 0, unchanged: 0 };
+  for (const s of page.items) {
+    if (out.listed.has(s.id)) continue;
+    const known = stored.get(s.id);
+    const listedAt = parseTimestamp(s.updated_at);
+    if (known === undefined) out.fresh++;
+    else if (listedAt === null || listedAt > known) out.changed++;
+    else {
+      out.unchanged++;
+      if (!force) continue;
+    }
+    out.fetch.push(s.id);
+    out.listed.set(s.id, s.updated_at);
+    if (listedAt !== null) stored.set(s.id, Math.max(listedAt, known ?? listedAt));
+  }
+  return out;
+}

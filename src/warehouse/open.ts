@@ -1,0 +1,246 @@
+import { existsSync, statSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join, resolve } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { fileArchive } from '../archive/sink.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import { silentLogger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+import { lockErrorOf, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
+import { defaultMigrationsDir, migrate, pendingMigrations, readMigrations } from './migrate.ts';
+import { readResources } from './schema.ts';
+import { quoteLiteral, sqlRunner } from './sql.ts';
+import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from './types.ts';
+
+// Opens <dir>/runsync.duckdb, migrating it when writable. A file held by another process gives a
+// WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
+
+// What DuckDB may hold: table data not yet checkpointed, staging, caches. Loading stays within
+// it (DuckDB spills beyond; a batch that still does not fit is merged again with more, see
+// load-runs.ts); the export raises it for its run (EXPORT_MEMORY_LIMIT), since a day's rows are
+// sorted and buffered per thread as whole row groups. The process's memory is shared with V8's
+// heap, whose growth (src/util/heap-growth.ts) is the other half of the same budget. Measured on
+// loads of 20,000 and 80,000 run details (warehouse-load-child.js, as `npm run bench` runs it, side
+// by side): 64MB with a checkpoint every 128MB of log and the heap growing by half loaded 20,000 in
+// 12.5-12.9 s at a peak RSS of 361-362 MB (80,000: 371 MB, 389 MB in the bench), where 96MB,
+// 64MB of log and a quarter took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly
+// filled row group of every table it touches, so checkpointing less often saves the most; every
+// 16MB of log (DuckDB's default) the DuckDB side of a load took half as long again as at 64MB.
+export const DEFAULT_MEMORY_LIMIT = '64MB';
+/** Write-ahead log size at which a commit checkpoints. */
+export const CHECKPOINT_THRESHOLD = '128MB';
+
+/**
+ * DuckDB's threads unless told otherwise: one core fewer than the machine has. Loading keeps the
+ * JavaScript side busy (checking payloads, writing the raw archive) while DuckDB merges; with
+ * every core given to DuckDB as well, the two contend and DuckDB's extra thread burns CPU without
+ * finishing sooner (measured on 2 cores: a third more CPU for the same load time). The export,
+ * when JavaScript waits, takes every core (exportThreads).
+ */
+export function defaultThreads(): number {
+  return Math.max(1, availableParallelism() - 1);
+}
+
+export function exportThreads(): number {
+  return availableParallelism();
+}
+
+/** Wall-clock microseconds (Date alone has only milliseconds). */
+export function systemMicros(): Micros {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+export async function openWarehouse(dir: string, options: WarehouseOptions = {}): Promise<Warehouse> {
+  const root = resolve(dir);
+  const file = join(root, DB_FILE);
+  const readOnly = options.readOnly ?? false;
+  const logger = options.logger ?? silentLogger();
+  const now = options.now ?? systemMicros;
+  if (readOnly && !existsSync(file)) throw new WarehouseSchemaError(`there is no warehouse at ${file}`);
+  if (!readOnly) await mkdir(root, { recursive: true, mode: 0o700 });
+
+  // A checkpoint rewrites table data into the file; at DuckDB's default (16 MB of WAL) a bulk load
+  // checkpoints after nearly every batch. Closing the warehouse checkpoints anyway. The memory
+  // limit keeps a long-running worker's footprint flat however large the warehouse grows
+  // (DuckDB's own default is 80% of RAM); DuckDB spills beyond it.
+  const config: Record<string, string> = {
+    checkpoint_threshold: CHECKPOINT_THRESHOLD,
+    memory_limit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
+    ...options.duckdb,
+    access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
+  };
+  config.threads = String(options.threads ?? defaultThreads());
+  const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked, options.signal);
+  const connection = await instance.connect();
+  const db = sqlRunner(connection);
+  let resources: readonly ResourceSpec[];
+  try {
+    await db.run(`SET TimeZone = 'UTC'`);
+    const migrations = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
+    if (readOnly) {
+      const pending = await pendingMigrations(db, migrations, logger);
+      if (pending.length)
+        throw new WarehouseSchemaError(
+          `the warehouse ${file} needs schema migrations (${pending.map((m) => m.name).join(', ')});` +
+            ' open it once for writing',
+        );
+    } else {
+      await migrate(db, migrations, logger, now);
+    }
+    resources = await readResources(db);
+  } catch (e) {
+    connection.closeSync();
+    instance.closeSync();
+    throw e;
+  }
+
+  // DuckDB's allocator (its own jemalloc) keeps the pages a statement freed for reuse: after a
+  // checkpoint the process held 150-200 MB that DuckDB itself no longer counted (duckdb_memory()
+  // 35 MB). Setting the memory limit, even to the value in force, makes DuckDB hand every freed
+  // page back (jemalloc's purge of all arenas), in about 5 ms. Done before a commit, whose
+  // automatic checkpoint then starts from the batch's own memory, and after it. The limit is set
+  // again as it was given: DuckDB shows it rounded down (96MB as '91.5 MiB'), and setting what it
+  // shows would lower it a little every time. Only a release: the commit stands if it fails.
+  let memoryLimit = config.memory_limit as string;
+  const setMemoryLimit = async (limit: string) => {
+    await db.run(`SET memory_limit = ${quoteLiteral(limit)}`);
+    memoryLimit = limit;
+  };
+  const releaseFreed = () => setMemoryLimit(memoryLimit).catch(() => undefined);
+
+  let chain: Promise<unknown> = Promise.resolve();
+  let closed = false;
+  const serial = <T>(fn: () => Promise<T>): Promise<T> => {
+    if (closed) return Promise.reject(new Error(`the warehouse ${file} is closed`));
+    const next = chain.then(fn, fn);
+    chain = next.catch(() => undefined);
+    return next;
+  };
+  const transaction = <T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T> =>
+    serial(async () => {
+      await db.run('BEGIN TRANSACTION');
+      // A schema change made in the transaction is forgotten with it.
+      const held = resources;
+      try {
+        const out = await fn(db);
+        await releaseFreed();
+        await db.run('COMMIT');
+        await releaseFreed();
+        return out;
+      } catch (e) {
+        resources = held;
+        await db.run('ROLLBACK').catch(() => undefined);
+        throw e;
+      }
+    });
+
+  return {
+    ...db,
+    dir: root,
+    file,
+    readOnly,
+    logger,
+    maskSecrets: options.maskSecrets ?? true,
+    schemaEvolution: options.schemaEvolution ?? true,
+    archive: options.archive ?? fileArchive(root, now),
+    share: options.share ?? null,
+    exportThreads: options.threads ?? exportThreads(),
+    now,
+    get memoryLimit() {
+      return memoryLimit;
+    },
+    get resources() {
+      return resources;
+    },
+    resource(table: string) {
+      const r = resources.find((x) => x.table === table);
+      if (!r) throw new Error(`no resource stores its rows in ${table}`);
+      return r;
+    },
+    adoptResources(next: readonly ResourceSpec[]) {
+      resources = next;
+    },
+    setMemoryLimit,
+    serial,
+    transaction,
+    async close() {
+      if (closed) return;
+      await chain;
+      closed = true;
+      // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
+      // thread; done here first, it runs on DuckDB's threads and the process keeps answering
+      // (its requests keep their pace) meanwhile.
+      if (!readOnly) {
+        await db.run('CHECKPOINT').catch(() => undefined);
+        await releaseFreed();
+      }
+      connection.closeSync();
+      instance.closeSync();
+    },
+  };
+}
+
+async function createInstance(
+  file: string,
+  config: Record<string, string>,
+  lockWaitMs: number,
+  onLocked: ((e: WarehouseLockedError) => void) | undefined,
+  signal: AbortSignal | undefined,
+): Promise<DuckDBInstance> {
+  const deadline = Date.now() + lockWaitMs;
+  const creatingUntil = Date.now() + BEING_CREATED_MS;
+  for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+    try {
+      return await DuckDBInstance.create(file, config);
+    } catch (e) {
+      if (beingCreated(e, file) && Date.now() < creatingUntil) {
+        await sleep(delay);
+        continue;
+      }
+      const locked = lockErrorOf(e, file);
+      if (!locked) throw e;
+      if (Date.now() + delay > deadline) throw locked;
+      onLocked?.(locked);
+      if (signal?.aborted) throw signal.reason ?? locked;
+      await sleep(delay, undefined, signal ? { signal } : {}).catch(() => {
+        throw signal?.reason ?? locked;
+      });
+    }
+  }
+}
+
+/** How long a file another process is still creating may be waited for. */
+const BEING_CREATED_MS = 5_000;
+
+/**
+ * Two processes opening a warehouse that does not exist yet: one creates the file, and the other
+ * may find it before its header is written, which DuckDB reports as not a database. A file that
+ * young and that short is waited for; an old or full-sized one is really not a database.
+ */
+function beingCreated(e: unknown, file: string): boolean {
+  if (!/not a valid DuckDB database file/i.test(String((e as Error)?.message ?? e))) return false;
+  try {
+    const st = statSync(file);
+    return st.size < 64 * 1024 && Date.now() - st.mtimeMs < BEING_CREATED_MS;
+  } catch {
+    return true;
+  }
+}
+
+/** Opens, runs `fn`, and closes, so the file is held only while there is work. */
+export async function withWarehouse<T>(
+  dir: string,
+  options: WarehouseOptions,
+  fn: (wh: Warehouse) => Promise<T>,
+): Promise<T> {
+  const wh = await openWarehouse(dir, options);
+  try {
+    return await fn(wh);
+  } finally {
+    await wh.close();
+  }
+}
+
+export { WarehouseLockedError };

@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { listValue } from '@duckdb/node-api';
+import { RESOURCES } from '../resources/registry.ts';
+import { applyChanges, planChanges, type SchemaChange } from '../resources/schema-evolve.ts';
+import type { Observed } from '../resources/schema-observe.ts';
+import { createTableSql, SQL_TYPE, tablesOf } from '../resources/tables.ts';
+import type { ColumnKind, ResourceSpec } from '../resources/types.ts';
+import type { Logger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+import { quoteIdent, tableColumns, US_TO_TSTZ } from './sql.ts';
+import type { SqlRunner, Warehouse } from './types.ts';
+
+// The resource tables in DuckDB: created from the declarations, grown by schema evolution. The
+// ledger _sync_schema_changes is the record of what evolution did, and the schema in force is
+// read back from it when the warehouse is opened.
+
+const KIND_OF_TYPE = new Map(Object.entries(SQL_TYPE).map(([k, t]) => [t, k as ColumnKind]));
+
+/** A digest of the declared tables: when it changes, the warehouse is brought in line. */
+export function declaredFingerprint(): string {
+  const ddl = RESOURCES.flatMap((r) => tablesOf(r).map(createTableSql)).join(';\n');
+  return createHash('sha256').update(ddl).digest('hex').slice(0, 16);
+}
+
+/** Creates every declared table that does not exist yet (a new warehouse). */
+export async function createResourceTables(db: SqlRunner): Promise<void> {
+  for (const r of RESOURCES) for (const t of tablesOf(r)) await db.run(createTableSql(t));
+}
+
+/** Adds declared columns an older warehouse lacks (a member declared since it was made). */
+export async function addDeclaredColumns(db: SqlRunner, logger: Logger): Promise<void> {
+  for (const r of RESOURCES) {
+    for (const t of tablesOf(r)) {
+      if (t.derivedFrom) continue;
+      const have = new Set((await tableColumns(db, t.name)).map((c) => c.name));
+      for (const c of t.columns) {
+        if (have.has(c.name)) continue;
+        await db.run(`ALTER TABLE ${quoteIdent(t.name)} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
+        logger.info({ table: t.name, column: c.name, type: c.type }, 'added a declared column');
+      }
+    }
+  }
+}
+
+interface LedgerRow {
+  resource: string;
+  table_name: string;
+  change: SchemaChange['change'];
+  column_name: string | null;
+  path: string[];
+  column_type: string | null;
+  previous_type: string | null;
+}
+
+export async function readSchemaChanges(db: SqlRunner): Promise<SchemaChange[]> {
+  // A warehouse made with other schema files (tests build older ones) may have no ledger.
+  const ledger = await db.all(`SELECT 1 FROM duckdb_tables() WHERE table_name = '_sync_schema_changes'`);
+  if (ledger.length === 0) return [];
+  const rows = await db.all<LedgerRow>(
+    `SELECT resource, table_name, change, column_name, path, column_type, previous_type
+     FROM _sync_schema_changes ORDER BY seq`,
+  );
+  return rows.map((r) => ({
+    resource: r.resource,
+    table: r.table_name,
+    change: r.change,
+    column: r.column_name,
+    path: r.path,
+    kind: r.column_type === null ? null : (KIND_OF_TYPE.get(r.column_type) ?? 'json'),
+    previousKind: r.previous_type === null ? null : (KIND_OF_TYPE.get(r.previous_type) ?? 'json'),
+  }));
+}
+
+/** The resources as this warehouse holds them: the declarations with its schema changes. */
+export async function readResources(db: SqlRunner): Promise<ResourceSpec[]> {
+  return applyChanges(RESOURCES, await readSchemaChanges(db));
+}
+
+/**
+ * Makes a resource hold what was observed of a batch, inside the caller's transaction: new columns
+ * (in the history table too), wider types, new child tables, each recorded in the ledger, and the
+ * warehouse handle told of the schema in force (forgotten again if the transaction rolls back).
+ * With schema evolution off, new members are only recorded as held: they stay in the raw archive,
+ * from which `runsync rebuild` fills them once evolution is on.
+ */
+export async function evolveSchema(
+  tx: SqlRunner,
+  wh: Warehouse,
+  table: string,
+  observed: Observed | null,
+  at: Micros,
+): Promise<SchemaChange[]> {
+  if (observed === null) return [];
+  const planned = planChanges(wh.resource(table), observed);
+  if (planned.length === 0) return [];
+  if (!wh.schemaEvolution) return holdChanges(tx, wh, planned, at);
+  const next = applyChanges(wh.resources, planned);
+  const evolved = next.find((r) => r.table === table) as ResourceSpec;
+  const history = evolved.merge === 'history';
+  for (const c of planned) {
+    const targets = [c.table, ...(history ? [`${c.table}_history`] : [])];
+    if (c.change === 'child-table') {
+      for (const t of tablesOf(evolved)) if (targets.includes(t.name)) await tx.run(createTableSql(t));
+    } else {
+      const type = SQL_TYPE[c.kind as ColumnKind];
+      const col = quoteIdent(c.column as string);
+      for (const t of targets) {
+        await tx.run(
+          c.change === 'column'
+            ? `ALTER TABLE ${quoteIdent(t)} ADD COLUMN IF NOT EXISTS ${col} ${type}`
+            : `ALTER TABLE ${quoteIdent(t)} ALTER ${col} TYPE ${type}` +
+                (type === 'JSON' ? ` USING to_json(${col})` : ''),
+        );
+      }
+    }
+    await record(tx, c, c.change, at);
+    wh.logger.info(describe(c), MESSAGES[c.change]);
+  }
+  wh.adoptResources(next);
+  return planned;
+}
+
+const MESSAGES: Record<SchemaChange['change'], string> = {
+  column: 'the API sent a new member; it is now a column',
+  widen: 'a column added for a new member was widened to fit a later value',
+  'child-table': 'the API sent a new array of objects; it is now a table',
+  held: 'the API sent a new member; schema evolution is off, so it is kept in the raw archive only',
+};
+
+function describe(c: SchemaChange): Record<string, unknown> {
+  return { resource: c.resource, table: c.table, column: c.column, path: c.path.join('.'), type: c.kind };
+}
+
+async function holdChanges(tx: SqlRunner, wh: Warehouse, planned: SchemaChange[], at: Micros): Promise<SchemaChange[]> {
+  const held = await tx.all<{ t: string; p: string }>(
+    `SELECT table_name AS t, array_to_string(path, '.') AS p FROM _sync_schema_changes WHERE change = 'held'`,
+  );
+  const known = new Set(held.map((h) => `${h.t}\u0000${h.p}`));
+  const out: SchemaChange[] = [];
+  for (const c of planned) {
+    if (c.change === 'widen' || known.has(`${c.table}\u0000${c.path.join('.')}`)) continue;
+    await record(tx, c, 'held', at);
+    wh.logger.warn(describe(c), MESSAGES.held);
+    out.push({ ...c, change: 'held' });
+  }
+  return out;
+}
+
+async function record(tx: SqlRunner, c: SchemaChange, change: SchemaChange['change'], at: Micros): Promise<void> {
+  await tx.run(
+    `INSERT INTO _sync_schema_changes
+     SELECT coalesce(max(seq), 0) + 1, ${US_TO_TSTZ('$1')}, $2, $3, $4, $5, $6, $7, $8 FROM _sync_schema_changes`,
+    [
+      BigInt(at),
+      c.resource,
+      c.table,
+      change,
+      c.column,
+      listValue([...c.path]),
+      c.kind && SQL_TYPE[c.kind],
+      c.previousKind && SQL_TYPE[c.previousKind],
+    ],
+  );
+}

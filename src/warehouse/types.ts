@@ -1,0 +1,96 @@
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import type { ArchiveSink } from '../archive/sink.ts';
+import type { ResourceSpec } from '../resources/types.ts';
+import type { ShareGroup } from '../util/file-share.ts';
+import type { Logger } from '../util/logger.ts';
+import type { Micros } from '../util/timestamp.ts';
+import type { WarehouseLockedError } from './errors.ts';
+
+// The warehouse handle every loader, the export and rebuild receive. It is opened per unit of
+// work and closed after it: DuckDB lets one process hold the file, and readers must not wait.
+
+export interface WarehouseOptions {
+  readOnly?: boolean;
+  logger?: Logger;
+  /** Mask secrets of custom tools before anything is written (default true). */
+  maskSecrets?: boolean;
+  /** New API members become columns (default true); off, they stay in the raw archive only. */
+  schemaEvolution?: boolean;
+  /** Where loads keep what changed the warehouse (default: the raw archive under the directory). */
+  archive?: ArchiveSink;
+  /** DuckDB's memory_limit, e.g. '512MB' (default DEFAULT_MEMORY_LIMIT, 64MB; DuckDB spills to disk beyond it). */
+  memoryLimit?: string;
+  /** DuckDB worker threads (default: one fewer than the cores, at least one; see defaultThreads). */
+  threads?: number;
+  /** Further DuckDB settings, by name (e.g. allocator_flush_threshold). */
+  duckdb?: Readonly<Record<string, string>>;
+  /** How long to keep retrying while another process holds the file (default 0: fail at once). */
+  lockWaitMs?: number;
+  /** Told of every attempt that found the file held, before the wait (e.g. to report it). */
+  onLocked?: (error: WarehouseLockedError) => void;
+  /** Ends the wait for a held file (a process stopping). */
+  signal?: AbortSignal;
+  /** The group that may read the Parquet tree and analytics.duckdb (RUNSYNC_SHARE_GROUP). */
+  share?: ShareGroup | null;
+  /** Directory of the numbered DDL files (default: the package's schemas/duckdb). */
+  migrationsDir?: string;
+  /** The clock used for fetched_at and listing times (tests pin it). */
+  now?: () => Micros;
+}
+
+export type SqlParams = readonly DuckDBValue[];
+
+/** Runs SQL on the handle's connection; inside transaction() that is the open transaction. */
+export interface SqlRunner {
+  readonly connection: DuckDBConnection;
+  run(sql: string, params?: SqlParams): Promise<void>;
+  /** Rows as plain objects: BIGINT as bigint, VARCHAR as string (select timestamps as epoch_us). */
+  all<T = Record<string, unknown>>(sql: string, params?: SqlParams): Promise<T[]>;
+}
+
+/**
+ * Sync bookkeeping written in the same transaction as a merge: statements with positional
+ * parameters, or a function given the transaction.
+ */
+export type Bookkeeping = readonly (readonly [sql: string, params?: SqlParams])[] | ((tx: SqlRunner) => Promise<void>);
+
+/** How a batch of fetched payloads (run details, the tool options) is loaded. */
+export interface LoadOptions {
+  /** When the payloads were fetched (default: now). */
+  fetchedAt?: Micros;
+  bookkeeping?: Bookkeeping;
+}
+
+export interface Warehouse extends SqlRunner {
+  readonly dir: string;
+  /** The DuckDB file, <dir>/runsync.duckdb. */
+  readonly file: string;
+  readonly readOnly: boolean;
+  readonly logger: Logger;
+  readonly maskSecrets: boolean;
+  readonly schemaEvolution: boolean;
+  /** Where loads keep what changed the warehouse: the raw archive, or nowhere during a replay of it. */
+  readonly archive: ArchiveSink;
+  /** The group the export gives the Parquet tree and analytics.duckdb to; null: owner only. */
+  readonly share: ShareGroup | null;
+  /** DuckDB threads for work the JavaScript side waits on (the export): the threads option, or every core. */
+  readonly exportThreads: number;
+  now(): Micros;
+  /** The resources as this warehouse stores them: the declarations with its schema changes. */
+  readonly resources: readonly ResourceSpec[];
+  resource(table: string): ResourceSpec;
+  /** Takes the resources in force after a committed schema change. */
+  adoptResources(next: readonly ResourceSpec[]): void;
+  /** DuckDB's memory limit in force, as it was set (e.g. '96MB'). */
+  readonly memoryLimit: string;
+  /** Sets DuckDB's memory limit; on the handle's connection, so inside serial() or a transaction. */
+  setMemoryLimit(limit: string): Promise<void>;
+  /** Runs `fn` after every earlier serial() call of this handle has finished. */
+  serial<T>(fn: () => Promise<T>): Promise<T>;
+  /** serial(), inside BEGIN … COMMIT; ROLLBACK when `fn` throws. */
+  transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export const DB_FILE = 'runsync.duckdb';
+export const ANALYTICS_FILE = 'analytics.duckdb';

@@ -1,0 +1,176 @@
+import { Writable } from 'node:stream';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { TerminalProgress } from '../../src/cli/progress-bar.ts';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { ProgressTracker } from '../../src/sync/progress.ts';
+import { runCli } from '../support/cli.ts';
+import { startSim, tempDir } from '../sync/kit.ts';
+
+// Progress during long work: lines in the logs at a steady interval (runs listed, details fetched
+// of those to fetch, rate, ETA), and on a terminal a bar that log lines never cut into.
+
+/** A terminal as far as the bar needs one, keeping what a person would see. */
+class Screen extends Writable {
+  readonly isTTY = true;
+  readonly columns = 120;
+  readonly rows = 40;
+  private lines: string[] = [''];
+  private row = 0;
+  private col = 0;
+
+  override _write(chunk: Buffer, _enc: string, done: () => void): void {
+    this.feed(String(chunk));
+    done();
+  }
+
+  /** The screen's lines, trailing spaces trimmed. */
+  text(): string[] {
+    return this.lines.map((l) => l.trimEnd());
+  }
+
+  private feed(s: string): void {
+    for (let i = 0; i < s.length; i++) {
+      const c = s[i] as string;
+      if (c === '\x1b') {
+        const m = /^\x1b(\[\??[\d;]*[A-Za-z]|[78])/.exec(s.slice(i));
+        if (!m) continue;
+        this.escape(m[1] as string);
+        i += (m[0] as string).length - 1;
+      } else if (c === '\r') this.col = 0;
+      else if (c === '\n') {
+        this.row++;
+        this.col = 0;
+        if (this.lines.length <= this.row) this.lines.push('');
+      } else {
+        const line = (this.lines[this.row] as string).padEnd(this.col, ' ');
+        this.lines[this.row] = line.slice(0, this.col) + c + line.slice(this.col + 1);
+        this.col++;
+      }
+    }
+  }
+
+  private escape(e: string): void {
+    const n = Number(/\d+/.exec(e)?.[0] ?? 1);
+    const cmd = e[e.length - 1];
+    if (cmd === 'G') this.col = n - 1;
+    else if (cmd === 'A') this.row = Math.max(0, this.row - n);
+    else if (cmd === 'B') this.row += n;
+    else if (cmd === 'C') this.col += n;
+    else if (cmd === 'D') this.col = Math.max(0, this.col - n);
+    else if (cmd === 'K') {
+      const line = this.lines[this.row] as string;
+      this.lines[this.row] = e.includes('2')
+        ? ''
+        : e.includes('1')
+          ? ' '.repeat(this.col) + line.slice(this.col)
+          : line.slice(0, this.col);
+    } else if (cmd === 'J')
+      this.lines = this.lines.slice(0, this.row + 1).map((l, i) => (i === this.row ? l.slice(0, this.col) : l));
+    while (this.lines.length <= this.row) this.lines.push('');
+  }
+}
+
+describe('progress', () => {
+  it('on a terminal: a bar with a readable ETA, and log lines printed whole above it', async () => {
+    const screen = new Screen();
+    const terminal = new TerminalProgress(screen as unknown as NodeJS.WriteStream);
+    let now = 0;
+    const tracker = new ProgressTracker('sync', () => now);
+    const stop = terminal.show(tracker);
+    const logs = Array.from(
+      { length: 12 },
+      (_, i) => `{"level":"info","msg":"log line ${i}","detail":"${'x'.repeat(40)}"}`,
+    );
+    for (const [i, log] of logs.entries()) {
+      // Listing, then fetching at 20 per second; the logger writes between redraws.
+      if (i < 4) tracker.pageListed(100);
+      if (i < 4) tracker.detailsAsked(100);
+      now += 1000;
+      tracker.detailsDone(20);
+      terminal.logSink.write(`${log}\n`);
+      await new Promise((r) => setTimeout(r, 60));
+    }
+    // The bar redraws on its own timer: wait for the redraw that shows the last counts.
+    const want = /240\/400 details · 400 listed · 20\.0\/s · ETA 8 s/;
+    const barLine = () => screen.text().find((l) => l.startsWith('sync [')) ?? '';
+    for (let waited = 0; !want.test(barLine()) && waited < 10_000; waited += 50) {
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    expect(barLine(), screen.text().join('\n')).toMatch(want);
+    stop();
+    const after = screen.text().filter((l) => l !== '');
+    // Every log line whole, on a line of its own, in order; the bar gone once the work is done.
+    expect(after).toEqual(logs);
+  });
+
+  it('ETA: unknown while the only slice is being listed, from the slices done across several', () => {
+    let now = 0;
+    const t = new ProgressTracker('backfill', () => now);
+    t.listingStarted();
+    t.pageListed(100);
+    t.detailsAsked(100);
+    now = 2000;
+    t.detailsDone(50);
+    expect(t.snapshot()).toMatchObject({ listing: true, etaMs: null, ratePerSecond: 25 });
+    t.setSlices(1, 4);
+    now = 30_000;
+    expect(t.snapshot().etaMs).toBe(90_000);
+  });
+
+  describe('in the logs', () => {
+    let sim: Simulator;
+    beforeAll(async () => {
+      sim = await startSim({ seed: 93, size: 300, days: 3, rateLimit: { perKey: { limit: 60, windowSeconds: 1 } } });
+    });
+    afterAll(async () => {
+      await sim?.close();
+    });
+
+    it('a line every RUNSYNC_PROGRESS_EVERY: runs listed, details fetched of those to fetch, rate, ETA', {
+      timeout: 120_000,
+    }, async () => {
+      const tmp = tempDir();
+      try {
+        const r = await runCli(['sync'], {
+          RUNSYNC_API_URL: sim.url,
+          RUNSYNC_API_KEY: sim.key,
+          RUNSYNC_WAREHOUSE_DIR: tmp.dir,
+          RUNSYNC_PROGRESS_EVERY: '1s',
+          LOG_LEVEL: 'info',
+        });
+        expect(r.code, r.stderr).toBe(0);
+        const lines = r.stderr
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as Record<string, unknown>);
+        const progress = lines.filter((l) => l.progress === 'sync');
+        expect(progress.length, r.stderr.slice(-3000)).toBeGreaterThanOrEqual(3);
+        for (const p of progress) {
+          expect(p).toMatchObject({
+            listed: expect.any(Number),
+            toFetch: expect.any(Number),
+            fetched: expect.any(Number),
+          });
+          expect(p.msg).toMatch(/^sync: [\d,]+ runs listed, [\d,]+ of [\d,]+ details fetched, /);
+          expect(p.fetched as number).toBeLessThanOrEqual(p.toFetch as number);
+        }
+        // Steadily: a second apart, each further on than the last.
+        const times = progress.map((p) => Date.parse(p.time as string));
+        for (let i = 1; i < times.length; i++) {
+          expect((times[i] as number) - (times[i - 1] as number)).toBeGreaterThan(800);
+          expect((times[i] as number) - (times[i - 1] as number)).toBeLessThan(1600);
+          expect(progress[i]?.fetched as number).toBeGreaterThanOrEqual(progress[i - 1]?.fetched as number);
+        }
+        expect(progress.some((p) => typeof p.ratePerSecond === 'number' && (p.ratePerSecond as number) > 0)).toBe(true);
+        expect(progress.some((p) => typeof p.etaSeconds === 'number')).toBe(true);
+        // No field of one line sticks to the next: the migrations logged at the first open stay there.
+        const finished = lines.find((l) => l.msg === 'pass finished');
+        expect(finished).toBeDefined();
+        expect(finished).not.toHaveProperty('migration');
+        expect(lines.filter((l) => 'migration' in l).every((l) => l.msg === 'applied schema migration')).toBe(true);
+      } finally {
+        tmp.cleanup();
+      }
+    });
+  });
+});

@@ -1,0 +1,107 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
+import { systemMicros } from '../../src/warehouse/index.ts';
+import { runCli, spawnCli, waitForLine } from '../support/cli.ts';
+import { startSim, tempDir } from '../sync/kit.ts';
+import { cleanRedis, eventually, type RunningWorker, stopWorker, uniquePrefix, workerEnv } from '../worker/kit.ts';
+
+// A worker as an operator starts it: it passes at once rather than at the first tick of its
+// schedule, its metrics say "unknown" until a pass has finished, and `status` tells how long a
+// load has waited for a warehouse someone holds.
+
+const HOLD = new URL('../warehouse/hold-warehouse.ts', import.meta.url).pathname;
+const TSX = import.meta.resolve('tsx');
+// Schedules that do not fire during a test.
+const NEVER = { RUNSYNC_SCHEDULE_RUNS: '0 0 1 1 *', RUNSYNC_SCHEDULE_CATALOG: '0 0 1 1 *' };
+
+describe('runsync worker, operated', () => {
+  let sim: Simulator | null = null;
+  let tmp: ReturnType<typeof tempDir> | null = null;
+  let prefix = '';
+  let worker: RunningWorker | null = null;
+  const children: ChildProcess[] = [];
+  afterEach(async () => {
+    if (worker) await stopWorker(worker);
+    worker = null;
+    for (const c of children.splice(0)) c.kill('SIGKILL');
+    await sim?.close();
+    tmp?.cleanup();
+    await cleanRedis(prefix);
+  });
+
+  function start(env: Record<string, string>, args: string[] = []): RunningWorker {
+    const child = spawnCli(['worker', ...args], env);
+    let out = '';
+    child.stdout?.on('data', (d) => (out += d));
+    child.stderr?.on('data', (d) => (out += d));
+    return {
+      child,
+      output: () => out,
+      exited: new Promise((r) => child.once('exit', (code, signal) => r({ code, signal }))),
+    };
+  }
+
+  it('passes at start, before any tick; /metrics read NaN until a pass has finished', {
+    timeout: 180_000,
+  }, async () => {
+    // A slow API, so that the first pass is still running when /metrics is first read. (prom-client
+    // spells NaN "Nan"; Prometheus reads either.)
+    sim = await startSim({
+      seed: 97,
+      size: 400,
+      days: 5,
+      now: systemMicros() - MICROS_PER_HOUR,
+      rateLimit: { perKey: { limit: 25, windowSeconds: 1 } },
+    });
+    tmp = tempDir();
+    prefix = uniquePrefix();
+    worker = start({ ...workerEnv(sim, tmp.dir, prefix), ...NEVER, LOG_LEVEL: 'info' }, ['--dashboard', '0']);
+    const line = await waitForLine(worker.child, /^dashboard http:\/\/127\.0\.0\.1:\d+\//, 60_000);
+    const base = (/^dashboard (http:\/\/127\.0\.0\.1:\d+)\//.exec(line) as RegExpExecArray)[1] as string;
+    const early = await (await fetch(`${base}/metrics`)).text();
+    expect(early).toMatch(/^runsync_lag_seconds NaN$/im);
+    expect(early).toMatch(/^runsync_last_pass_timestamp_seconds NaN$/im);
+    expect(early).toMatch(/^runsync_open_runs NaN$/im);
+    let metrics = '';
+    await eventually(
+      async () => {
+        metrics = await (await fetch(`${base}/metrics`)).text();
+        return /runsync_passes_total\{kind="sync",status="ok"\} 1/.test(metrics);
+      },
+      150_000,
+      () => `${metrics}\n${worker?.output().slice(-2000)}`,
+    );
+    expect(metrics).toMatch(/^runsync_lag_seconds \d+(\.\d+)?$/m);
+    expect(metrics).toMatch(/^runsync_last_pass_timestamp_seconds \d{10}(\.\d+)?$/m);
+    expect(worker.output()).toMatch(/queued a first pass at start/);
+    expect(sim.counters.count('runs.get')).toBeGreaterThan(0);
+  });
+
+  it('status says how long a load has waited for the warehouse, and who holds it', { timeout: 180_000 }, async () => {
+    sim = await startSim({ seed: 98, size: 200, days: 5, now: systemMicros() - MICROS_PER_HOUR });
+    tmp = tempDir();
+    prefix = uniquePrefix();
+    const holder = spawn(process.execPath, ['--import', TSX, HOLD, tmp.dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+    children.push(holder);
+    await new Promise<void>((r) => holder.stdout?.once('data', () => r()));
+    const env = { ...workerEnv(sim, tmp.dir, prefix), ...NEVER, LOG_LEVEL: 'info' };
+    worker = start(env);
+    const w = worker;
+    await eventually(
+      async () => /held by another process/.test(w.output()),
+      60_000,
+      () => w.output(),
+    );
+    const since = Date.now();
+    await new Promise((r) => setTimeout(r, 9000));
+    const r = await runCli(['status'], { ...env, LOG_LEVEL: 'silent' });
+    const waited = Number(/has waited (\d+) s for the warehouse, held by process (\d+)/.exec(r.stdout)?.[1]);
+    const heldFor = (Date.now() - since) / 1000;
+    expect(waited, r.stdout).toBeGreaterThanOrEqual(8);
+    // The log line is looked for every 2 s: the wait began up to that much before it was seen.
+    expect(waited).toBeLessThanOrEqual(heldFor + 5);
+    expect(r.stdout).toContain(`held by process ${holder.pid}`);
+  });
+});

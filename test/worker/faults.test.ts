@@ -1,0 +1,125 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Simulator } from '../../src/simulator/index.ts';
+import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
+import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
+import { runCli } from '../support/cli.ts';
+import { diffFacts, startSim, tempDir, truth } from '../sync/kit.ts';
+import {
+  cleanRedis,
+  eventually,
+  freePort,
+  type RunningWorker,
+  spawnWorker,
+  startRedisServer as startRedis,
+  stopWorker,
+  uniquePrefix,
+  workerEnv,
+} from './kit.ts';
+
+// What a worker must live through: Redis restarting in the middle of a pass, and an analyst
+// holding runsync.duckdb open for twenty seconds.
+
+describe('a worker through faults', () => {
+  let sim: Simulator | null = null;
+  let tmp: ReturnType<typeof tempDir> | null = null;
+  let prefix = '';
+  let redisUrl: string | undefined;
+  const workers: RunningWorker[] = [];
+  const cleanup: (() => Promise<void> | void)[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => stopWorker(w)));
+    await sim?.close();
+    tmp?.cleanup();
+    await cleanRedis(prefix, redisUrl);
+    for (const c of cleanup.splice(0).reverse()) await c();
+    redisUrl = undefined;
+  });
+
+  it('Redis restarting mid-pass loses no window', { timeout: 300_000 }, async () => {
+    const port = await freePort();
+    const redisDir = mkdtempSync(join(tmpdir(), 'runsync-redis-'));
+    let redis = await startRedis(port, redisDir);
+    cleanup.push(() => rmSync(redisDir, { recursive: true, force: true }));
+    cleanup.push(() => void redis.kill('SIGKILL'));
+    redisUrl = `redis://127.0.0.1:${port}`;
+    sim = await startSim({
+      seed: 72,
+      size: 600,
+      days: 10,
+      now: systemMicros() - MICROS_PER_HOUR,
+      runs: { postSettleFraction: 0 },
+      rateLimit: { perKey: { limit: 60, windowSeconds: 1 } },
+    });
+    tmp = tempDir();
+    prefix = uniquePrefix();
+    const s = sim;
+    const dir = tmp.dir;
+    workers.push(spawnWorker(workerEnv(s, dir, prefix, { REDIS_URL: redisUrl })));
+    await eventually(
+      async () => s.counters.count('runs.get') >= 150,
+      120_000,
+      () => `${s.counters.count('runs.get')} details fetched`,
+    );
+    // A restart as an operator does one: Redis saves its append-only file and comes back with it.
+    redis.kill('SIGTERM');
+    await new Promise((r) => redis.once('exit', r));
+    await new Promise((r) => setTimeout(r, 3000));
+    redis = await startRedis(port, redisDir);
+    const want = truth(s, s.clock.now());
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      180_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`,
+    );
+  });
+
+  it('a reader holding runsync.duckdb for twenty seconds delays loading, status names it, nothing is lost', {
+    timeout: 300_000,
+  }, async () => {
+    sim = await startSim({
+      seed: 73,
+      size: 600,
+      days: 10,
+      now: systemMicros() - MICROS_PER_HOUR,
+      runs: { postSettleFraction: 0 },
+    });
+    tmp = tempDir();
+    prefix = uniquePrefix();
+    const s = sim;
+    const dir = tmp.dir;
+    const env = workerEnv(s, dir, prefix);
+    workers.push(spawnWorker(env));
+    let want = truth(s, s.clock.now());
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      120_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ`,
+    );
+
+    // An analyst opens the file and keeps it open; meanwhile runs arrive and change.
+    const reader = await openWarehouse(dir, { readOnly: true, lockWaitMs: 60_000 });
+    s.advance('30m');
+    want = truth(s, s.clock.now());
+    const heldFrom = Date.now();
+    await eventually(
+      async () =>
+        (await runCli(['status'], { ...env, LOG_LEVEL: 'silent' })).stdout.includes(`held by process ${process.pid}`),
+      60_000,
+      async () => (await runCli(['status'], env)).stdout,
+    );
+    await new Promise((r) => setTimeout(r, Math.max(0, 20_000 - (Date.now() - heldFrom))));
+    // Still held: nothing of the new runs could land.
+    expect((await diffFacts(want, dir)).length).toBeGreaterThan(0);
+    await reader.close();
+
+    await eventually(
+      async () => (await diffFacts(want, dir)).length === 0,
+      120_000,
+      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`,
+    );
+    expect(workers[0]?.child.exitCode).toBeNull();
+  });
+});
