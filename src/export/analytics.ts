@@ -4,7 +4,7 @@ import { readdir, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { shareFile } from '../util/file-share.ts';
-import { defaultMigrationsDir } from '../warehouse/migrate.ts';
+import { defaultMigrationsDir, VIEWS_FILE } from '../warehouse/migrate.ts';
 import { quoteIdent, quoteLiteral, sqlRunner, tableColumns } from '../warehouse/sql.ts';
 import { ANALYTICS_FILE, type SqlRunner, type Warehouse } from '../warehouse/types.ts';
 import { DATA_FILE, type ExportTable } from './tables.ts';
@@ -73,24 +73,19 @@ async function hasFiles(dir: string, partitioned: boolean): Promise<boolean> {
   return false;
 }
 
-// The ready-made views (schemas/duckdb/NNNN_views*.sql) name only exported tables, which have the
-// same names here, so their SQL is replayed as it is. One that cannot be created here is left out
-// with a warning rather than failing an export whose Parquet is already in place.
-const VIEW_FILE = /^\d{4}_views[\w-]*\.sql$/;
-
+// The ready-made views (schemas/duckdb/views.sql) name only exported tables, which have the same
+// names here, so their SQL is replayed as it is. One that cannot be created here is left out with a
+// warning rather than failing an export whose Parquet is already in place.
 async function addReadyMadeViews(wh: Warehouse, conn: DuckDBConnection): Promise<void> {
-  const dir = defaultMigrationsDir();
-  for (const f of (await readdir(dir)).filter((n) => VIEW_FILE.test(n)).sort()) {
-    const statements = await conn.extractStatements(await readFile(join(dir, f), 'utf8'));
-    for (let i = 0; i < statements.count; i++) {
-      try {
-        await (await statements.prepare(i)).run();
-      } catch (e) {
-        wh.logger.warn(
-          { file: f, statement: i + 1, err: (e as Error).message },
-          'a ready-made view could not be created in analytics.duckdb',
-        );
-      }
+  const statements = await conn.extractStatements(await readFile(join(defaultMigrationsDir(), VIEWS_FILE), 'utf8'));
+  for (let i = 0; i < statements.count; i++) {
+    try {
+      await (await statements.prepare(i)).run();
+    } catch (e) {
+      wh.logger.warn(
+        { file: VIEWS_FILE, statement: i + 1, err: (e as Error).message },
+        'a ready-made view could not be created in analytics.duckdb',
+      );
     }
   }
 }

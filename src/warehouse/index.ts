@@ -14,7 +14,9 @@ export {
   type Migration,
   migrate,
   pendingMigrations,
-  readMigrations,
+  readSchemaFiles,
+  runScript,
+  VIEWS_FILE,
 } from './migrate.ts';
 export { openWarehouse, systemMicros, withWarehouse } from './open.ts';
 export { readSchemaChanges } from './schema.ts';

@@ -10,9 +10,10 @@ import { US_TO_TSTZ } from './sql.ts';
 import { getState, setState } from './sync-state.ts';
 import type { SqlRunner } from './types.ts';
 
-// The schema: the resource tables, created from their declarations (src/resources), and the
-// numbered DDL files of schemas/duckdb (bookkeeping, views), applied in order, each in its own
-// transaction together with its row in _sync_migrations; opening an older warehouse applies what
+// The schema: the resource tables, created from their declarations (src/resources), the numbered
+// DDL files of schemas/duckdb (bookkeeping), applied in order, each in its own transaction
+// together with its row in _sync_migrations, and the ready-made views (views.sql), which hold no
+// data and are replaced whole whenever their file changes. Opening an older warehouse applies what
 // it lacks, and adds the columns declared since it was made. A warehouse that knows a migration
 // this version does not is refused.
 
@@ -25,6 +26,9 @@ export interface Migration {
 
 const FILE = /^(\d{4})_[\w-]+\.sql$/;
 
+/** The ready-made views, beside the numbered files. */
+export const VIEWS_FILE = 'views.sql';
+
 export function defaultMigrationsDir(): string {
   // From src/warehouse/ in the sources, or dist/src/warehouse/ once built.
   for (const up of ['../../schemas/duckdb/', '../../../schemas/duckdb/']) {
@@ -34,17 +38,26 @@ export function defaultMigrationsDir(): string {
   throw new WarehouseSchemaError('cannot find the schema files (schemas/duckdb) beside the runsync package');
 }
 
-export async function readMigrations(dir: string): Promise<Migration[]> {
-  const files = (await readdir(dir)).filter((f) => FILE.test(f)).sort();
-  const out: Migration[] = [];
-  for (const f of files) {
+export interface SchemaFiles {
+  migrations: Migration[];
+  /** views.sql, where the folder has one. */
+  views: { sql: string; checksum: string } | null;
+}
+
+const checksumOf = (sql: string) => createHash('sha256').update(sql).digest('hex').slice(0, 16);
+
+export async function readSchemaFiles(dir: string): Promise<SchemaFiles> {
+  const names = await readdir(dir);
+  const migrations: Migration[] = [];
+  for (const f of names.filter((n) => FILE.test(n)).sort()) {
     const sql = await readFile(join(dir, f), 'utf8');
     const version = Number((FILE.exec(f) as RegExpExecArray)[1]);
-    if (out.some((m) => m.version === version))
+    if (migrations.some((m) => m.version === version))
       throw new WarehouseSchemaError(`two schema files are numbered ${version} in ${dir}`);
-    out.push({ version, name: f, sql, checksum: createHash('sha256').update(sql).digest('hex').slice(0, 16) });
+    migrations.push({ version, name: f, sql, checksum: checksumOf(sql) });
   }
-  return out;
+  const views = names.includes(VIEWS_FILE) ? await readFile(join(dir, VIEWS_FILE), 'utf8') : null;
+  return { migrations, views: views === null ? null : { sql: views, checksum: checksumOf(views) } };
 }
 
 const LEDGER = `CREATE TABLE IF NOT EXISTS _sync_migrations (
@@ -54,12 +67,16 @@ const LEDGER = `CREATE TABLE IF NOT EXISTS _sync_migrations (
   applied_at TIMESTAMPTZ NOT NULL
 )`;
 
-// The resource tables' DDL once lived in these files; warehouses made then list them as applied.
+// The resource tables' DDL, and then the views, once lived in these files; warehouses made then
+// list them as applied.
 const RETIRED: ReadonlyMap<number, string> = new Map([
   [1, '0001_runs.sql'],
   [2, '0002_catalog.sql'],
   [3, '0003_catalog_history.sql'],
+  [7, '0007_views.sql'],
+  [8, '0008_views_by_id.sql'],
 ]);
+const RETIRED_TABLES = new Set([1, 2, 3]);
 
 interface Applied {
   version: number;
@@ -99,6 +116,7 @@ export async function pendingMigrations(
 }
 
 const DECLARED_KEY = 'schema.declared';
+const VIEWS_KEY = 'schema.views';
 
 /** Creates declared tables and columns the warehouse lacks, once per change of the declarations. */
 async function reconcileDeclared(db: SqlRunner, logger: Logger, now: () => number): Promise<void> {
@@ -118,23 +136,45 @@ async function reconcileDeclared(db: SqlRunner, logger: Logger, now: () => numbe
   }
 }
 
-/** Applies what is pending, in order; returns the versions applied. */
+/** Runs every statement of a SQL file's text. */
+export async function runScript(db: SqlRunner, sql: string): Promise<void> {
+  const statements = await db.connection.extractStatements(sql);
+  for (let i = 0; i < statements.count; i++) await (await statements.prepare(i)).run();
+}
+
+/** Replaces the ready-made views when their file is not the one last applied. */
+async function replaceViews(db: SqlRunner, views: SchemaFiles['views'], logger: Logger, now: () => number) {
+  if (views === null || (await getState<string>(db, VIEWS_KEY)) === views.checksum) return;
+  await db.run('BEGIN TRANSACTION');
+  try {
+    await runScript(db, views.sql);
+    await setState(db, VIEWS_KEY, views.checksum, now());
+    await db.run('COMMIT');
+  } catch (e) {
+    await db.run('ROLLBACK');
+    throw new WarehouseSchemaError(`the ready-made views (${VIEWS_FILE}) failed: ${(e as Error).message}`);
+  }
+  logger.info({ views: VIEWS_FILE }, 'replaced the ready-made views');
+}
+
+/** Applies what is pending, in order, then the views; returns the versions applied. */
 export async function migrate(
   db: SqlRunner,
-  migrations: readonly Migration[],
+  schema: SchemaFiles,
   logger: Logger,
   now: () => number,
 ): Promise<number[]> {
+  const { migrations } = schema;
   await db.run(LEDGER);
   const todo = await pendingMigrations(db, migrations, logger);
   // The views of the numbered files read the resource tables: those come first (unless the files
   // are the old ones that made the tables themselves).
-  if (todo.length && !todo.some((m) => RETIRED.get(m.version) === m.name)) await createResourceTables(db);
+  if (todo.length && !todo.some((m) => RETIRED_TABLES.has(m.version) && RETIRED.get(m.version) === m.name))
+    await createResourceTables(db);
   for (const m of todo) {
     await db.run('BEGIN TRANSACTION');
     try {
-      const statements = await db.connection.extractStatements(m.sql);
-      for (let i = 0; i < statements.count; i++) await (await statements.prepare(i)).run();
+      await runScript(db, m.sql);
       await db.run(`INSERT INTO _sync_migrations VALUES ($1, $2, $3, ${US_TO_TSTZ('$4')})`, [
         m.version,
         m.name,
@@ -149,5 +189,6 @@ export async function migrate(
     logger.info({ migration: m.name }, 'applied schema migration');
   }
   await reconcileDeclared(db, logger, now);
+  await replaceViews(db, schema.views, logger, now);
   return todo.map((m) => m.version);
 }

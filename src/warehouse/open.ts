@@ -9,7 +9,7 @@ import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { lockErrorOf, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
-import { defaultMigrationsDir, migrate, pendingMigrations, readMigrations } from './migrate.ts';
+import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
 import { readResources } from './schema.ts';
 import { quoteLiteral, sqlRunner } from './sql.ts';
 import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from './types.ts';
@@ -78,16 +78,16 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   let resources: readonly ResourceSpec[];
   try {
     await db.run(`SET TimeZone = 'UTC'`);
-    const migrations = await readMigrations(options.migrationsDir ?? defaultMigrationsDir());
+    const schema = await readSchemaFiles(options.migrationsDir ?? defaultMigrationsDir());
     if (readOnly) {
-      const pending = await pendingMigrations(db, migrations, logger);
+      const pending = await pendingMigrations(db, schema.migrations, logger);
       if (pending.length)
         throw new WarehouseSchemaError(
           `the warehouse ${file} needs schema migrations (${pending.map((m) => m.name).join(', ')});` +
             ' open it once for writing',
         );
     } else {
-      await migrate(db, migrations, logger, now);
+      await migrate(db, schema, logger, now);
     }
     resources = await readResources(db);
   } catch (e) {

@@ -24,9 +24,9 @@ import {
   truthRuns,
 } from './truth.ts';
 
-// The ready-made views (schemas/duckdb/0007_views.sql, 0008_views_by_id.sql) against a warehouse synced from the
-// simulator, each figure computed again in TypeScript from the simulator's ground truth; then the
-// same views in analytics.duckdb, over the Parquet tree, give the same answers.
+// The ready-made views (schemas/duckdb/views.sql) against a warehouse synced from the simulator,
+// each figure computed again in TypeScript from the simulator's ground truth; then the same views
+// in analytics.duckdb, over the Parquet tree, give the same answers.
 
 const VIEWS = [
   'v_runs_daily',

@@ -19,6 +19,8 @@ afterEach(() => tmp.cleanup());
 // resource declarations: warehouses made then have exactly these tables.
 const LEGACY = join(import.meta.dirname, 'legacy-schema');
 const LEGACY_FILES = ['0001_runs.sql', '0002_catalog.sql', '0003_catalog_history.sql'];
+// The views once were numbered files too.
+const LEGACY_VIEWS = ['0007_views.sql', '0008_views_by_id.sql'];
 
 async function shape(db: SqlRunner, table: string): Promise<string[]> {
   const cols = await db.all<{ name: string; type: string; nullable: string }>(
@@ -44,7 +46,9 @@ function legacyMigrations(upTo: string): string {
   const dir = join(tmp.dir, 'legacy-migrations');
   mkdirSync(dir, { recursive: true });
   for (const f of LEGACY_FILES) copyFileSync(join(LEGACY, f), join(dir, f));
-  for (const f of readdirSync(defaultMigrationsDir()).filter((f) => /^\d{4}_.*\.sql$/.test(f) && f.slice(0, 4) <= upTo))
+  for (const f of LEGACY_VIEWS.filter((f) => f.slice(0, 4) <= upTo)) copyFileSync(join(LEGACY, f), join(dir, f));
+  const numbered = readdirSync(defaultMigrationsDir()).filter((f) => /^\d{4}_.*\.sql$/.test(f));
+  for (const f of numbered.filter((f) => f.slice(0, 4) <= upTo))
     copyFileSync(join(defaultMigrationsDir(), f), join(dir, f));
   return dir;
 }
@@ -79,7 +83,7 @@ describe('schema', () => {
 
   it('opens a warehouse made by an older runsync, keeps its data and adds what it lacks', async () => {
     const dir = join(tmp.dir, 'w');
-    const first = await openWarehouse(dir, { migrationsDir: legacyMigrations('0007') });
+    const first = await openWarehouse(dir, { migrationsDir: legacyMigrations('0008') });
     await first.run(`INSERT INTO run_tool_options VALUES ('x', 'X', 3, now())`);
     await first.close();
 
@@ -88,7 +92,12 @@ describe('schema', () => {
       (r) => r.name,
     );
     expect(names.slice(0, 3)).toEqual(LEGACY_FILES);
-    expect(names).toContain('0009_schema_changes.sql');
+    expect(names).toEqual(expect.arrayContaining([...LEGACY_VIEWS, '0009_schema_changes.sql']));
+    // The views of today replace those the numbered files made.
+    const cols = await wh.all<{ c: string }>(
+      `SELECT column_name AS c FROM information_schema.columns WHERE table_name = 'v_tool_stats'`,
+    );
+    expect(cols.map((c) => c.c)).toContain('recorded_tool_names');
     expect(await wh.all(`SELECT tool_name, run_count FROM run_tool_options`)).toEqual([
       { tool_name: 'x', run_count: 3n },
     ]);
@@ -105,6 +114,34 @@ describe('schema', () => {
     const wh = await openWarehouse(dir);
     expect((await shape(wh, 'runs')).some((c) => c.startsWith('trigger_latest_comment '))).toBe(true);
     await wh.close();
+  });
+
+  it('replaces the ready-made views when a newer runsync changes them, and only then', async () => {
+    const schemaDir = join(tmp.dir, 'schema');
+    mkdirSync(schemaDir);
+    for (const f of readdirSync(defaultMigrationsDir()))
+      copyFileSync(join(defaultMigrationsDir(), f), join(schemaDir, f));
+    const dir = join(tmp.dir, 'w');
+    const viewNames = async (wh: Warehouse) =>
+      (await wh.all<{ v: string }>(`SELECT view_name AS v FROM duckdb_views() WHERE NOT internal ORDER BY 1`)).map(
+        (r) => r.v,
+      );
+    const first = await openWarehouse(dir, { migrationsDir: schemaDir });
+    expect(await viewNames(first)).toContain('v_runs_daily');
+    await first.run(`DROP VIEW v_runs_daily`);
+    await first.close();
+    // The same file: not applied again (the view dropped by hand stays dropped).
+    const same = await openWarehouse(dir, { migrationsDir: schemaDir });
+    expect(await viewNames(same)).not.toContain('v_runs_daily');
+    await same.close();
+    const views = join(schemaDir, 'views.sql');
+    writeFileSync(
+      views,
+      `${readFileSync(views, 'utf8')}\nCREATE OR REPLACE VIEW v_probe AS SELECT count(*) AS n FROM runs;\n`,
+    );
+    const changed = await openWarehouse(dir, { migrationsDir: schemaDir });
+    expect(await viewNames(changed)).toEqual(expect.arrayContaining(['v_probe', 'v_runs_daily']));
+    await changed.close();
   });
 
   it('refuses a warehouse made by a newer version, and a read-only open that would need migrating', async () => {
