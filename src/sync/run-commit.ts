@@ -8,6 +8,7 @@ import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import type { DetailBatch } from './detail-fetcher.ts';
 import type { PipelineItem } from './load-pipeline.ts';
+import { loadSplitting } from './split-load.ts';
 import { addRunCounts, type RunCounts, type SyncDeps } from './types.ts';
 
 // One commit of run work: the details that arrived, merged with their bookkeeping (checkpoints,
@@ -50,7 +51,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     }
   }
   const fetchedAt = deps.now();
-  const result = await loadSplitting(deps, details, fetchedAt, async (tx) => {
+  const result = await loadDetails(deps, details, fetchedAt, async (tx) => {
     await clearPending(tx, loaded);
     for (const f of failed) await markPending(tx, f.id, f.listedAt, f.error, fetchedAt);
     await keepReports(tx, reports, fetchedAt);
@@ -82,82 +83,62 @@ function changedAt(details: readonly unknown[]): Micros[] {
 }
 
 /** DuckDB failing on what a batch holds (a payload too large for its memory), not on the warehouse. */
-function sizedByPayload(e: unknown): boolean {
+function heldByBatch(e: unknown): e is Error {
   return e instanceof Error && /^(Out of Memory Error|Invalid Input Error|Conversion Error)/.test(e.message);
 }
 
-/**
- * Loads a batch; when DuckDB fails on what the batch holds, loads its halves apart (the
- * bookkeeping with the last), then a payload alone with more memory, and refuses it (kept in
- * _sync_rejected) only if that fails too. One giant record never stops a pass. (A batch that ran
- * out of memory was already merged again by the loader, once, with OUTSIZED_MEMORY_LIMIT.)
- */
-async function loadSplitting(
+/** Loads a batch, in parts if it must (split-load.ts). */
+function loadDetails(
   deps: SyncDeps,
   details: readonly unknown[],
   fetchedAt: Micros,
   bookkeeping: (tx: SqlRunner) => Promise<void>,
-  memoryLimit?: string,
 ): Promise<RunLoadResult> {
-  try {
-    return await deps.gate.use(
-      (wh) => loadRunDetails(wh, details, { fetchedAt, bookkeeping }),
-      memoryLimit ? { memoryLimit } : {},
-    );
-  } catch (e) {
-    if (!sizedByPayload(e) || details.length === 0) throw e;
-    if (details.length > 1) {
-      deps.logger.warn(
-        { runs: details.length, error: (e as Error).message },
-        'a batch of run details did not fit; loading it in halves',
-      );
-      const half = Math.ceil(details.length / 2);
-      const first = await loadSplitting(deps, details.slice(0, half), fetchedAt, async () => undefined, memoryLimit);
-      const second = await loadSplitting(deps, details.slice(half), fetchedAt, bookkeeping, memoryLimit);
-      return {
-        ...second,
-        received: first.received + second.received,
-        inserted: first.inserted + second.inserted,
-        updated: first.updated + second.updated,
-        unchanged: first.unchanged + second.unchanged,
-        stale: first.stale + second.stale,
-        duplicates: first.duplicates + second.duplicates,
-        rejected: [...first.rejected, ...second.rejected],
-        childRows: first.childRows + second.childRows,
-        createdDates: [...new Set([...first.createdDates, ...second.createdDates])],
+  const none = async () => undefined;
+  return loadSplitting(details, {
+    load: (part, last, memoryLimit) =>
+      deps.gate.use(
+        (wh) => loadRunDetails(wh, part, { fetchedAt, bookkeeping: last ? bookkeeping : none }),
+        memoryLimit ? { memoryLimit } : {},
+      ),
+    refuse: async (detail, e, last) => {
+      const id = stringMember(detail, 'id');
+      const reason = `could not be loaded: ${e.message}`;
+      const payload = JSON.stringify({ omitted: `payload of ${safeJsonText(detail).length} characters` });
+      const keep = async (tx: SqlRunner) => {
+        await insertRejected(tx, 'runs.get', [{ id, reason, payload }], fetchedAt);
+        if (last) await bookkeeping(tx);
       };
-    }
-    if (memoryLimit === undefined) {
+      const r = await deps.gate.use((wh) => loadRunDetails(wh, [], { fetchedAt, bookkeeping: keep }));
+      return { ...r, received: 1, rejected: [{ id, reason }] };
+    },
+    combine: (first, second) => ({
+      ...second,
+      received: first.received + second.received,
+      inserted: first.inserted + second.inserted,
+      updated: first.updated + second.updated,
+      unchanged: first.unchanged + second.unchanged,
+      stale: first.stale + second.stale,
+      duplicates: first.duplicates + second.duplicates,
+      rejected: [...first.rejected, ...second.rejected],
+      childRows: first.childRows + second.childRows,
+      createdDates: [...new Set([...first.createdDates, ...second.createdDates])],
+    }),
+    heldByBatch,
+    outsizedMemory: OUTSIZED_MEMORY_LIMIT,
+    onHalves: (runs, e) =>
+      deps.logger.warn({ runs, error: e.message }, 'a batch of run details did not fit; loading it in halves'),
+    onAlone: (detail, e) =>
       deps.logger.warn(
-        { runId: stringMember(details[0], 'id'), error: (e as Error).message },
+        { runId: stringMember(detail, 'id'), error: e.message },
         `a run detail too large for the usual memory; loading it alone with up to ${OUTSIZED_MEMORY_LIMIT}`,
-      );
-      return loadSplitting(deps, details, fetchedAt, bookkeeping, OUTSIZED_MEMORY_LIMIT);
-    }
-    const id = stringMember(details[0], 'id');
-    const reason = `could not be loaded: ${(e as Error).message}`;
-    deps.logger.error(
-      { runId: id, error: (e as Error).message },
-      'a run detail could not be loaded; kept aside in _sync_rejected',
-    );
-    const size = safeJsonText(details[0]).length;
-    return deps.gate
-      .use((wh) =>
-        loadRunDetails(wh, [], {
-          fetchedAt,
-          bookkeeping: async (tx) => {
-            await insertRejected(
-              tx,
-              'runs.get',
-              [{ id, reason, payload: JSON.stringify({ omitted: `payload of ${size} characters` }) }],
-              fetchedAt,
-            );
-            await bookkeeping(tx);
-          },
-        }),
-      )
-      .then((r) => ({ ...r, received: 1, rejected: [{ id, reason }] }));
-  }
+      ),
+    onRefused: (detail, e) =>
+      deps.logger.error(
+        { runId: stringMember(detail, 'id'), error: e.message },
+        'a run detail could not be loaded; kept aside in _sync_rejected',
+      ),
+  });
 }
 
 async function clearPending(tx: SqlRunner, ids: readonly string[]): Promise<void> {

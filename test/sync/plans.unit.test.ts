@@ -1,0 +1,162 @@
+import { describe, expect, it } from 'vitest';
+import type { ListPage, RunSummary } from '../../src/api/index.ts';
+import { isOpenRun, type OpenRun, planTicketBatches, TICKETS_PER_REQUEST } from '../../src/sync/open-runs.ts';
+import { judge } from '../../src/sync/walk.ts';
+import { runsWindow, slices } from '../../src/sync/window.ts';
+import { MICROS_PER_DAY, MICROS_PER_MINUTE, parseTimestamp } from '../../src/util/timestamp.ts';
+
+// The plans a pass makes before it sends anything: its window of created time and the slices of a
+// range, which listed runs need their detail, and how open runs are grouped into ticket requests.
+
+const T = (iso: string) => parseTimestamp(iso) as number;
+const MIN = MICROS_PER_MINUTE;
+
+describe('the live window', () => {
+  const base = { startDate: T('2026-01-01T00:00:00Z'), lookback: 15 * MIN, settle: 5_000_000 };
+
+  it('starts at RUNSYNC_START_DATE on a first pass and ends a little before the pass', () => {
+    const passStart = T('2026-03-01T12:00:00Z');
+    expect(runsWindow({ ...base, watermark: null, passStart })).toEqual({
+      from: base.startDate,
+      to: passStart - base.settle,
+    });
+  });
+
+  it('reads the lookback again after the watermark, never before the start date', () => {
+    const passStart = T('2026-03-01T12:00:00Z');
+    const watermark = T('2026-03-01T11:55:00Z');
+    expect(runsWindow({ ...base, watermark, passStart }).from).toBe(watermark - 15 * MIN);
+    const early = T('2026-01-01T00:10:00Z');
+    expect(runsWindow({ ...base, watermark: early, passStart }).from).toBe(base.startDate);
+  });
+
+  it('is empty, never inverted, when the clock stands behind the watermark', () => {
+    const passStart = T('2026-03-01T12:00:00Z');
+    const w = runsWindow({ ...base, watermark: passStart + 60 * MIN, passStart });
+    expect(w.from).toBe(w.to);
+  });
+});
+
+describe('slices of a range', () => {
+  it('cover it end to end, half-open, the last one short', () => {
+    const range = { from: T('2026-01-01T06:00:00Z'), to: T('2026-01-03T12:00:00Z') };
+    const s = slices(range);
+    expect(s).toHaveLength(3);
+    expect(s[0]?.from).toBe(range.from);
+    for (let i = 1; i < s.length; i++) expect(s[i]?.from).toBe(s[i - 1]?.to);
+    expect(s.at(-1)?.to).toBe(range.to);
+    expect(s.every((x) => x.to - x.from <= MICROS_PER_DAY && x.to > x.from)).toBe(true);
+  });
+
+  it('are none for an empty range, and refuse a size that would never end', () => {
+    expect(slices({ from: 5, to: 5 })).toEqual([]);
+    expect(() => slices({ from: 0, to: 10 }, 0)).toThrow(RangeError);
+  });
+});
+
+function page(items: { id: string; updated_at: string }[]): ListPage<RunSummary> {
+  return {
+    items: items as unknown as RunSummary[],
+    received: items.length,
+    nextCursor: null,
+    hasMore: false,
+    cursor: null,
+    requestId: null,
+    part: 0,
+    parts: 1,
+    refused: [],
+  };
+}
+
+describe('judging a page of summaries', () => {
+  const stored = () => new Map([['a', T('2026-02-01T00:00:00.000001Z')]]);
+
+  it('fetches new runs and runs whose updated_at moved, by the microsecond, and nothing else', () => {
+    const j = judge(
+      page([
+        { id: 'a', updated_at: '2026-02-01T00:00:00.000002Z' },
+        { id: 'b', updated_at: '2026-02-01T00:00:00Z' },
+      ]),
+      stored(),
+      false,
+    );
+    expect(j.fetch).toEqual(['a', 'b']);
+    expect([j.fresh, j.changed, j.unchanged]).toEqual([1, 1, 0]);
+    const same = judge(page([{ id: 'a', updated_at: '2026-02-01T00:00:00.000001Z' }]), stored(), false);
+    expect(same.fetch).toEqual([]);
+    expect(same.unchanged).toBe(1);
+  });
+
+  it('does not fetch a run older than the stored one, unless forced', () => {
+    const older = page([{ id: 'a', updated_at: '2026-01-01T00:00:00Z' }]);
+    expect(judge(older, stored(), false).fetch).toEqual([]);
+    expect(judge(older, stored(), true).fetch).toEqual(['a']);
+  });
+
+  it('asks once for a run listed twice, in one page or in the next', () => {
+    const known = stored();
+    const first = judge(
+      page([
+        { id: 'c', updated_at: '2026-02-02T00:00:00Z' },
+        { id: 'c', updated_at: '2026-02-02T00:00:00Z' },
+      ]),
+      known,
+      false,
+    );
+    expect(first.fetch).toEqual(['c']);
+    expect(judge(page([{ id: 'c', updated_at: '2026-02-02T00:00:00Z' }]), known, false).fetch).toEqual([]);
+    // It moved again while the walk went on: asked for again.
+    expect(judge(page([{ id: 'c', updated_at: '2026-02-03T00:00:00Z' }]), known, false).fetch).toEqual(['c']);
+  });
+
+  it('fetches a run whose updated_at cannot be read, rather than trusting it unchanged', () => {
+    expect(judge(page([{ id: 'a', updated_at: 'yesterday' }]), stored(), false).fetch).toEqual(['a']);
+  });
+});
+
+describe('open runs', () => {
+  const summary = { status: 'completed', approval: { waiting_for_approval: false }, scheduled_resume_at: null };
+
+  it('are those running, paused, waiting for approval, scheduled to resume or pending resolution', () => {
+    const open = (o: object) => isOpenRun({ ...summary, resolution: null, ...o } as Parameters<typeof isOpenRun>[0]);
+    expect(open({})).toBe(false);
+    expect(open({ status: 'failed', resolution: { type: 'escalated', summary: '' } })).toBe(false);
+    expect(open({ status: 'running' })).toBe(true);
+    expect(open({ status: 'paused' })).toBe(true);
+    expect(open({ approval: { waiting_for_approval: true } })).toBe(true);
+    expect(open({ scheduled_resume_at: '2026-03-01T00:00:00Z' })).toBe(true);
+    expect(open({ resolution: { type: 'pending', summary: '' } })).toBe(true);
+  });
+
+  const run = (i: number, ticketId: string | null): OpenRun => ({
+    id: `r${i}`,
+    ticketId,
+    createdAt: 1_000 + i,
+    updatedAt: 2_000 + i,
+  });
+
+  it(`are asked about ${TICKETS_PER_REQUEST} tickets a request, runs of one ticket together`, () => {
+    const runs = Array.from({ length: 450 }, (_, i) => run(i, `t${i}`));
+    // Tickets met again later (oldest first) go with the batch being filled then.
+    runs.push(run(450, 't5'), run(451, 't449'));
+    const { batches, byId } = planTicketBatches(runs);
+    expect(byId).toEqual([]);
+    expect(batches.map((b) => b.tickets.length)).toEqual([200, 200, 51]);
+    const all = batches.flatMap((b) => [...b.runs.keys()]);
+    expect(all.sort()).toEqual(runs.map((r) => r.id).sort());
+    for (const b of batches) {
+      for (const r of b.runs.values()) {
+        expect(b.tickets).toContain(r.ticketId);
+        expect(r.createdAt >= b.createdFrom && r.createdAt < b.createdTo).toBe(true);
+      }
+    }
+  });
+
+  it('that no ticket filter can name are fetched by id', () => {
+    const long = 'x'.repeat(201);
+    const { batches, byId } = planTicketBatches([run(1, null), run(2, ''), run(3, long), run(4, 'ok')]);
+    expect(byId.map((r) => r.id)).toEqual(['r1', 'r2', 'r3']);
+    expect(batches).toHaveLength(1);
+    expect(batches[0]?.tickets).toEqual(['ok']);
+  });
+});
