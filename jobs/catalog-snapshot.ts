@@ -1,8 +1,9 @@
 import { type PassResult, runPass } from '../src/sync/pass.ts';
 import type { JobContext } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
+import { keepFreshness } from '../src/worker/metrics.ts';
 
-// The scheduled catalog snapshot (hourly by default): every catalog collection and the run tool
+// The scheduled catalog snapshot (every two minutes by default): every catalog collection and the run tool
 // options, with history, then the Parquet export of what changed.
 
 export default async function catalogSnapshot(
@@ -11,6 +12,7 @@ export default async function catalogSnapshot(
 ): Promise<Pick<PassResult, 'id' | 'kind' | 'status' | 'errors'>> {
   try {
     const r = await runPass(ctx.deps, { kind: 'snapshot' });
+    await keepFreshness(ctx.redis, ctx.settings.prefix, r.freshness).catch(() => undefined);
     return { id: r.id, kind: r.kind, status: r.status, errors: r.errors };
   } catch (e) {
     return settleFailure(ctx, e);

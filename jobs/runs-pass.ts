@@ -1,7 +1,7 @@
 import { type PassResult, runPass } from '../src/sync/pass.ts';
 import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
-import { type LastPass, PASS_KEY } from '../src/worker/metrics.ts';
+import { keepFreshness, type LastPass, PASS_KEY } from '../src/worker/metrics.ts';
 
 // The scheduled runs pass (every 5 minutes by default; with `reconcile`, daily): the live window,
 // the open runs, the details that failed before, then the Parquet export. Details are fetched by
@@ -36,8 +36,10 @@ export default async function runsPass(
       openRuns: r.openRunsTracked,
       freshness: r.freshness,
       rateBudget: r.rateBudget,
+      horizonVerifiedSinceMs: r.rolling?.verifiedSince ? r.rolling.verifiedSince / 1000 : null,
     };
     await ctx.redis.set(`${ctx.settings.prefix}:${PASS_KEY}`, JSON.stringify(last)).catch(() => undefined);
+    await keepFreshness(ctx.redis, ctx.settings.prefix, r.freshness).catch(() => undefined);
     return { id: r.id, kind: r.kind, status: r.status, runs: r.runs, errors: r.errors };
   } catch (e) {
     return settleFailure(ctx, e);

@@ -22,7 +22,7 @@ const SETTINGS: Record<string, string> = {
   REDIS_URL: "the workers' Redis (redis://host:6379)",
   RUNSYNC_QUEUE_PREFIX: 'key prefix of the queues in Redis (default runsync)',
   RUNSYNC_SCHEDULE_RUNS: 'cron (UTC) of the runs pass (default */5 * * * *; continuous; off)',
-  RUNSYNC_SCHEDULE_CATALOG: 'cron (UTC) of the catalog snapshot (default 0 * * * *; off)',
+  RUNSYNC_SCHEDULE_CATALOG: 'cron (UTC) of the catalog snapshot (default */2 * * * *; off)',
   RUNSYNC_SCHEDULE_RECONCILE: 'cron (UTC) of whole-horizon reconciliation passes (default off)',
   RUNSYNC_PASS_AT_START: 'run a pass and a snapshot when the worker starts (default on; off)',
   RUNSYNC_FETCH_CONCURRENCY: 'detail fetch jobs one worker runs at once (default 4)',

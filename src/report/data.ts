@@ -1,4 +1,9 @@
+import type { FreshnessSummary } from '../sync/freshness.ts';
+import { ROLLING_KEY } from '../sync/rolling.ts';
+import { type RollingState, verifiedSince } from '../sync/rolling-plan.ts';
+import { lastHourLag } from '../sync/status.ts';
 import type { Micros } from '../util/timestamp.ts';
+import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 
 // What the HTML report shows, read from the ready-made views (so it reads the same from
@@ -65,6 +70,14 @@ export interface PassRow {
   requests: number | null;
 }
 
+/** How long changes took to arrive, from the sync's bookkeeping. */
+export interface LagReport {
+  /** The hour up to the last pass: runs' lags, and catalog objects' in `catalog`. */
+  lastHour: Required<FreshnessSummary>;
+  /** Every run of the open-run horizon was looked at since this time (rolling reconciliation). */
+  horizonVerifiedSince: Micros | null;
+}
+
 export interface ReportData {
   generatedAt: Micros;
   source: { kind: 'warehouse' | 'analytics'; file: string };
@@ -78,6 +91,7 @@ export interface ReportData {
   evaluations: EvaluationRow[];
   /** Recent sync passes, newest first; null when the source has no bookkeeping. */
   passes: PassRow[] | null;
+  lag: LagReport | null;
 }
 
 export const REPORT_DAYS = 60;
@@ -170,6 +184,14 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     waitingTotal: num(w?.n),
     evaluations,
     passes: source.kind === 'warehouse' ? await recentPasses(db) : null,
+    lag: source.kind === 'warehouse' ? await lagReport(db) : null,
+  };
+}
+
+async function lagReport(db: SqlRunner): Promise<LagReport> {
+  return {
+    lastHour: await lastHourLag(db),
+    horizonVerifiedSince: verifiedSince(await getState<RollingState>(db, ROLLING_KEY)),
   };
 }
 

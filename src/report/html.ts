@@ -1,6 +1,6 @@
 import { formatTimestamp, MICROS_PER_MINUTE, type Micros } from '../util/timestamp.ts';
 import { esc, horizontalBars, shareBars, stackedColumns } from './charts.ts';
-import type { PassRow, ReportData } from './data.ts';
+import type { LagReport, PassRow, ReportData } from './data.ts';
 
 // The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched.
 
@@ -64,6 +64,31 @@ function section(id: string, title: string, note: string | null, ...body: string
 }
 
 const fixed2 = (x: number | null) => (x === null ? '' : x.toFixed(2));
+const seconds = (x: number | undefined) => (x === undefined ? '' : `${x.toFixed(1)} s`);
+
+/** How long changes of the last hour took to reach the warehouse and Parquet, per kind of object. */
+function lagTable(lag: LagReport, now: Micros): string {
+  const h = lag.lastHour;
+  const rows = [
+    { what: 'runs', to: 'runsync.duckdb', l: h.warehouse },
+    { what: 'runs', to: 'Parquet', l: h.parquet },
+    { what: 'catalog objects', to: 'runsync.duckdb', l: h.catalog.warehouse },
+    { what: 'catalog objects', to: 'Parquet', l: h.catalog.parquet },
+  ].filter((r) => r.l !== null);
+  const verified =
+    lag.horizonVerifiedSince === null
+      ? ''
+      : `<p class="note">Every run of the open-run horizon was looked at again since ` +
+        `${esc(formatTimestamp(lag.horizonVerifiedSince))} (${age(lag.horizonVerifiedSince, now)} ago).</p>`;
+  return `${table(rows, [
+    ['changes of the last hour', (r) => r.what],
+    ['to', (r) => r.to],
+    ['changes', (r) => int(r.l?.count ?? 0), 'n'],
+    ['p50', (r) => seconds(r.l?.p50), 'n'],
+    ['p95', (r) => seconds(r.l?.p95), 'n'],
+    ['max', (r) => seconds(r.l?.max), 'n'],
+  ])}\n${verified}`;
+}
 const when = (at: Micros | null) => (at === null ? '' : formatTimestamp(at));
 const took = (p: PassRow) =>
   p.finishedAt === null ? 'not finished' : `${((p.finishedAt - p.startedAt) / 1e6).toFixed(1)} s`;
@@ -197,6 +222,7 @@ ${section(
     ['newest change', (f) => when(f.newestChange)],
     ['last fetched', (f) => when(f.lastFetched)],
   ]),
+  d.lag ? lagTable(d.lag, now) : '',
 )}
 ${section(
   'approvals',

@@ -88,6 +88,7 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
         unchanged: r.unchanged,
         rejected: r.rejected.length + l.refused.length,
       };
+      deps.freshness?.catalog.record(r.changedAt, deps.now());
     }
     if (options) {
       const o = options;

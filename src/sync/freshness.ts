@@ -1,9 +1,10 @@
 import { MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
 
-// How fresh a pass left the warehouse: for every run it loaded, the time from the run's
-// updated_at (the change) to the commit that made it visible in runsync.duckdb, and to the end of
-// the export that put it in the Parquet tree. A pass keeps a bounded sample (every other value
-// dropped when full, so memory stays flat on a first sync of millions); the largest lag is exact.
+// How fresh a pass left the warehouse: for every run it loaded, and every catalog version it
+// recorded, the time from the change (its updated_at) to the commit that made it visible in
+// runsync.duckdb, and to the end of the export that put it in the Parquet tree. A pass keeps a
+// bounded sample (every other value dropped when full, so memory stays flat on a first sync of
+// millions); the largest lag is exact.
 
 /** Lags in seconds. */
 export interface LagStats {
@@ -13,11 +14,16 @@ export interface LagStats {
   max: number;
 }
 
-export interface FreshnessSummary {
+export interface StageLags {
   /** To the commit in runsync.duckdb. */
   warehouse: LagStats | null;
   /** To the end of the export that wrote it to Parquet (null: the pass did not export). */
   parquet: LagStats | null;
+}
+
+/** Runs' lags at the top level (as passes recorded them before catalog objects were measured). */
+export interface FreshnessSummary extends StageLags {
+  catalog?: StageLags;
 }
 
 const CAP = 8_192;
@@ -58,7 +64,7 @@ export class FreshnessSample {
     this.exportedAt = at;
   }
 
-  summary(): FreshnessSummary {
+  summary(): StageLags {
     if (this.count === 0) return { warehouse: null, parquet: null };
     const lags = this.changed.map((u, i) => (this.committed[i] as number) - u);
     const warehouse = stats(lags, this.count, this.maxLag);
@@ -82,6 +88,25 @@ export class FreshnessSample {
     this.changed.length = Math.ceil(this.changed.length / 2);
     this.committed.length = this.changed.length;
     this.stride *= 2;
+  }
+}
+
+/** A pass's two streams of changes: runs, and catalog objects. */
+export class Freshness {
+  readonly runs = new FreshnessSample();
+  readonly catalog = new FreshnessSample();
+
+  exported(at: Micros): void {
+    this.runs.exported(at);
+    this.catalog.exported(at);
+  }
+
+  /** Null when the pass measured nothing. */
+  summary(): FreshnessSummary | null {
+    const runs = this.runs.summary();
+    const catalog = this.catalog.summary();
+    if (!runs.warehouse && !catalog.warehouse) return null;
+    return catalog.warehouse ? { ...runs, catalog } : runs;
   }
 }
 

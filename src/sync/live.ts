@@ -74,7 +74,7 @@ export async function syncLiveWindow(
     });
   let { unfinished, next } = await deps.gate.use(async (wh) => {
     // A first sync loads history: how old it is says nothing of freshness.
-    if ((await getState<number>(wh, WATERMARK_KEY)) === undefined) deps.freshness?.skip();
+    if ((await getState<number>(wh, WATERMARK_KEY)) === undefined) deps.freshness?.runs.skip();
     const saved = await getState<WalkState>(wh, LIVE_KEY);
     return saved && !saved.done
       ? { unfinished: saved, next: null }

@@ -12,7 +12,7 @@ import {
   type RequestTally,
   startAudit,
 } from './audit.ts';
-import { FreshnessSample, type FreshnessSummary } from './freshness.ts';
+import { Freshness, type FreshnessSummary } from './freshness.ts';
 import type { SyncDeps } from './types.ts';
 import type { Window } from './window.ts';
 
@@ -94,7 +94,7 @@ async function operate<R extends OperationResult>(
   });
   await startAudit(deps, id, plan.kind, startedAt);
   // Passes measure how fresh they leave things; a backfill's runs are history, not news.
-  const freshness = plan.kind === 'backfill' ? undefined : new FreshnessSample();
+  const freshness = plan.kind === 'backfill' ? undefined : new Freshness();
   const measured: SyncDeps = freshness ? { ...deps, freshness } : deps;
   let failure: unknown = null;
   try {
@@ -111,8 +111,7 @@ async function operate<R extends OperationResult>(
     failure = e ?? new Error('failed');
   } finally {
     result.durationMs = Math.round(performance.now() - t0);
-    const fresh = freshness?.summary();
-    if (fresh?.warehouse) result.freshness = fresh;
+    result.freshness = freshness?.summary() ?? null;
     result.requests = await meter.tally();
     if (deps.budget) {
       const snap = await deps.budget.snapshot().catch(() => null);

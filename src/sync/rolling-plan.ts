@@ -5,7 +5,9 @@ import type { Window } from './window.ts';
 // pass, in rounds. A round starts at the horizon's oldest end and ends where the live window
 // begins (the live window re-lists the rest every pass). Each step covers the share of the horizon
 // that lets a round end within RUNSYNC_RECONCILE_EVERY at the pace passes have come so far, so a
-// run is looked at again no later than that after it was last looked at. The budget
+// run is looked at again no later than that after it was last looked at. The live window moves on
+// between passes, so the horizon's end does too: a round ends with the step that reached the end
+// as it stood then, and the next pass starts the next round. The budget
 // (RUNSYNC_RECONCILE_BUDGET of the key's rate) may cut a step short: the round then takes longer,
 // and the state says by how much.
 
@@ -19,6 +21,10 @@ export interface RollingState {
   steppedAt: Micros;
   /** The step being walked (its walk is saved apart); null between steps. */
   step: Window | null;
+  /** The step reaches the end of the horizon: once it is walked, the round is over. */
+  stepEndsRound?: boolean;
+  /** The last round is over: the next step starts a new one. */
+  roundDone?: boolean;
   /** A step of this round was cut short by the budget: the round takes about `roundMicros`. */
   limitedByBudget: boolean;
   /** How long a round takes at the current pace (and budget). */
@@ -67,7 +73,7 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
   if (!Number.isFinite(steps) || span === 0) return { step: null, state, gap };
   let { position, roundStartedAt, previousRoundStartedAt, limitedByBudget } = state;
   if (position < horizon.from) position = horizon.from;
-  if (position >= horizon.to) {
+  if (position >= horizon.to || state.roundDone) {
     previousRoundStartedAt = roundStartedAt;
     roundStartedAt = now;
     position = horizon.from;
@@ -84,6 +90,7 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
       previousRoundStartedAt,
       steppedAt: now,
       step,
+      stepEndsRound: to === horizon.to,
       // A round held back by the budget once stays so until it ends: it ends late.
       limitedByBudget,
       roundMicros: (limitedByBudget ? Math.max(state.roundMicros, steps * gap) : steps * gap) as Micros,
@@ -106,12 +113,23 @@ export function limitStep(
   const step = { from: plan.step.from, to: cutAt };
   const perRound = Math.ceil(horizonRuns / Math.max(1, allowedRuns)) * plan.gap;
   const roundMicros = Math.max(plan.state.roundMicros, perRound) as Micros;
-  return { ...plan, step, state: { ...plan.state, step, limitedByBudget: true, roundMicros } };
+  return {
+    ...plan,
+    step,
+    state: { ...plan.state, step, stepEndsRound: false, limitedByBudget: true, roundMicros },
+  };
 }
 
 /** The state once a step's walk is done: the position moves to the step's end. */
 export function stepDone(state: RollingState): RollingState {
-  return state.step ? { ...state, position: state.step.to, step: null } : state;
+  if (!state.step) return state;
+  return {
+    ...state,
+    position: state.step.to,
+    step: null,
+    stepEndsRound: false,
+    roundDone: state.stepEndsRound === true,
+  };
 }
 
 /** The oldest time every run of the horizon is known to have been looked at since. */

@@ -3,7 +3,14 @@ import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { planWindow } from './live.ts';
-import { limitStep, planRollingStep, type RollingPlan, type RollingState, stepDone } from './rolling-plan.ts';
+import {
+  limitStep,
+  planRollingStep,
+  type RollingPlan,
+  type RollingState,
+  stepDone,
+  verifiedSince,
+} from './rolling-plan.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 import { newWalk, readWalk, type WalkHooks, walkRuns } from './walk.ts';
 import type { Window } from './window.ts';
@@ -24,6 +31,13 @@ export interface RollingResult {
   step: Window | null;
   limitedByBudget: boolean;
   roundMicros: Micros;
+  /** Every run of the horizon has been looked at since this time (null: no round yet). */
+  verifiedSince: Micros | null;
+}
+
+function resultOf(state: RollingState): RollingResult {
+  const { step, limitedByBudget, roundMicros } = state;
+  return { step, limitedByBudget, roundMicros, verifiedSince: verifiedSince(state) };
 }
 
 /** Runs the step may re-list: its share of the key's rate over the time since the last step. */
@@ -87,11 +101,11 @@ export async function rollHorizon(deps: SyncDeps, before: Micros, counts: RunCou
     const same = walk && walk.from === saved.step.from && walk.to === saved.step.to && !walk.done;
     deps.logger.info({ from: saved.step.from, to: saved.step.to }, 'finishing the reconciliation step a pass left');
     await walkRuns(deps, ROLLING_WALK_KEY, same ? walk : newWalk(spec(saved.step), deps.now()), hooks, counts);
-    return { step: saved.step, limitedByBudget: saved.limitedByBudget, roundMicros: saved.roundMicros };
+    return resultOf(saved);
   }
   const horizon = { from: (deps.now() - deps.settings.openRunHorizon) as Micros, to: before };
   const plan = await planStep(deps, horizon, every);
-  const result = { step: plan.step, limitedByBudget: plan.state.limitedByBudget, roundMicros: plan.state.roundMicros };
+  const result = resultOf(plan.state);
   if (!plan.step) return result;
   const step = plan.step;
   const p = await deps.gate.use((wh) => planWindow(wh, deps, () => step));

@@ -57,7 +57,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     await keepReports(tx, reports, fetchedAt);
     for (const item of items) await item.bookkeeping?.(tx);
   });
-  if (deps.freshness) deps.freshness.record(changedAt(details), deps.now());
+  deps.freshness?.runs.record(changedAt(details), deps.now());
   for (const item of items) await (await item.ready).release();
   for (const f of failed)
     deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');

@@ -7,7 +7,7 @@ import { catalogListedKey } from '../warehouse/load-catalog.ts';
 import { readSchemaChanges } from '../warehouse/schema.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
-import { combineLags, type FreshnessSummary, type LagStats } from './freshness.ts';
+import { combineLags, type FreshnessSummary, type LagStats, type StageLags } from './freshness.ts';
 import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './live.ts';
 import { ROLLING_KEY } from './rolling.ts';
 import type { RollingState } from './rolling-plan.ts';
@@ -48,7 +48,8 @@ export interface StatusReport {
   openRuns: { total: number; byReason: Record<string, number>; oldestCreatedAt: Micros | null };
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
   /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
-  lag: { warehouse: LagStats | null; parquet: LagStats | null };
+  /** Runs' lags, and catalog objects'. */
+  lag: StageLags & { catalog: StageLags };
   /** What the rate budget had learned at the end of the last pass that recorded it, and what it used. */
   rateBudget: (BudgetUse & { passId: string }) | null;
   /** Where the rolling reconciliation stands; null before its first pass, or when it is off. */
@@ -81,15 +82,25 @@ async function lastBudgetUse(db: SqlRunner): Promise<StatusReport['rateBudget']>
   return row ? { ...(JSON.parse(row.b) as BudgetUse), passId: row.id } : null;
 }
 
-async function lastHourLag(db: SqlRunner): Promise<StatusReport['lag']> {
+/** The lags passes measured in the hour up to the last one. */
+export async function lastHourLag(db: SqlRunner): Promise<StatusReport['lag']> {
   const rows = await db.all<{ f: string }>(
     `SELECT CAST(counts->'freshness' AS VARCHAR) AS f FROM _sync_audit
      WHERE (counts->'freshness') IS NOT NULL
        AND finished_at >= (SELECT max(finished_at) FROM _sync_audit) - INTERVAL 1 HOUR`,
   );
-  const parts = rows.map((r) => JSON.parse(r.f) as FreshnessSummary);
-  const of = (k: keyof FreshnessSummary) => combineLags(parts.flatMap((p) => (p[k] ? [p[k]] : [])));
-  return { warehouse: of('warehouse'), parquet: of('parquet') };
+  return lastHourLags(rows.map((r) => JSON.parse(r.f) as FreshnessSummary));
+}
+
+/** The lags of several passes as one, for runs and for catalog objects. */
+export function lastHourLags(parts: readonly FreshnessSummary[]): StatusReport['lag'] {
+  const of = (stages: (StageLags | undefined)[], k: keyof StageLags) =>
+    combineLags(stages.flatMap((p) => (p?.[k] ? [p[k] as LagStats] : [])));
+  const both = (stages: (StageLags | undefined)[]) => ({
+    warehouse: of(stages, 'warehouse'),
+    parquet: of(stages, 'parquet'),
+  });
+  return { ...both([...parts]), catalog: both(parts.map((p) => p.catalog)) };
 }
 
 export async function readStatus(db: SqlRunner): Promise<StatusReport> {

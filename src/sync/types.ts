@@ -3,7 +3,7 @@ import type { RateBudget } from '../budget/types.ts';
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
 import type { DetailSource } from './detail-fetcher.ts';
-import type { FreshnessSample } from './freshness.ts';
+import type { Freshness } from './freshness.ts';
 import type { WarehouseGate } from './warehouse-gate.ts';
 
 // What every part of the sync engine is given. Nothing is global: the CLI, the worker's jobs and
@@ -49,7 +49,7 @@ export interface SyncDeps {
   /** Where run details come from (default: fetched by this process). */
   details?: (signal: AbortSignal) => DetailSource;
   /** Where loads record how long each change took to arrive (passes; not a first sync). */
-  freshness?: FreshnessSample;
+  freshness?: Freshness;
 }
 
 /** What a walk over run summaries did. */

@@ -42,6 +42,11 @@ export interface CatalogLoadResult {
   rejected: RejectedPayload[];
   /** Whether absent objects were marked deleted (complete, not superseded, every id readable). */
   inferredDeletions: boolean;
+  /**
+   * When each new version's change happened (its valid_from), for measuring how fresh the catalog
+   * is; empty on the table's first complete listing, which records history, not news.
+   */
+  changedAt: Micros[];
   archiveFile: string | null;
 }
 
@@ -122,6 +127,7 @@ export async function applyListing(
     duplicates: prepared.duplicates,
     rejected: reasons(prepared.refused),
     inferredDeletions: complete,
+    changedAt: lastComplete === null ? [] : plan.versions.map((v) => v.validFrom),
     archiveFile,
   };
 }

@@ -3,6 +3,7 @@ import { Counter, Gauge, Registry } from 'prom-client';
 import type { ApiClient } from '../api/index.ts';
 import type { BudgetUse } from '../budget/index.ts';
 import type { FreshnessSummary } from '../sync/freshness.ts';
+import { lastHourLags } from '../sync/status.ts';
 import type { WorkerQueues } from './job-context.ts';
 
 // Prometheus metrics of one worker process (scrape every worker; sum across them): passes by kind
@@ -11,6 +12,10 @@ import type { WorkerQueues } from './job-context.ts';
 // report it). A registry of its own: nothing global.
 
 export const PASS_KEY = 'last-pass';
+/** Lags of recent passes and snapshots, newest first, for the last hour's figures. */
+export const FRESHNESS_KEY = 'freshness';
+const FRESHNESS_KEPT = 500;
+const HOUR_MS = 3_600_000;
 
 /**
  * A gauge with no value yet (no pass has finished) reads NaN: 0 would read as fresh. Alert on it
@@ -28,6 +33,25 @@ export interface LastPass {
   freshness?: FreshnessSummary | null;
   /** What the rate budget had learned by the pass's end, and how much of the key's rate it used. */
   rateBudget?: BudgetUse | null;
+  /** Every run of the open-run horizon was looked at since this time (Unix ms; null: not yet). */
+  horizonVerifiedSinceMs?: number | null;
+}
+
+interface KeptLags {
+  atMs: number;
+  freshness: FreshnessSummary;
+}
+
+/** Keeps what a pass or snapshot measured, for every worker's /metrics (a short list in Redis). */
+export async function keepFreshness(redis: Redis, prefix: string, freshness: FreshnessSummary | null): Promise<void> {
+  if (!freshness) return;
+  const key = `${prefix}:${FRESHNESS_KEY}`;
+  const kept: KeptLags = { atMs: Date.now(), freshness };
+  await redis
+    .multi()
+    .lpush(key, JSON.stringify(kept))
+    .ltrim(key, 0, FRESHNESS_KEPT - 1)
+    .exec();
 }
 
 export interface WorkerMetrics {
@@ -128,17 +152,34 @@ export function createMetrics(o: {
   });
   new Gauge({
     name: 'runsync_change_lag_seconds',
-    help: "Seconds from a run's change (updated_at) to the warehouse or to Parquet, over the last pass's changes",
-    labelNames: ['stage', 'quantile'],
+    help: "Seconds from a change (a run's or a catalog object's updated_at) to the warehouse or to Parquet, last hour",
+    labelNames: ['resource', 'stage', 'quantile'],
     registers: [registry],
     async collect() {
-      const f = (await lastPass())?.freshness;
-      for (const stage of ['warehouse', 'parquet'] as const) {
-        const l = f?.[stage];
-        this.set({ stage, quantile: '0.5' }, l ? l.p50 : UNKNOWN);
-        this.set({ stage, quantile: '0.95' }, l ? l.p95 : UNKNOWN);
-        this.set({ stage, quantile: '1' }, l ? l.max : UNKNOWN);
+      const raw = await o.redis.lrange(`${o.prefix}:${FRESHNESS_KEY}`, 0, -1);
+      const since = Date.now() - HOUR_MS;
+      const recent = raw.map((r) => JSON.parse(r) as KeptLags).filter((k) => k.atMs >= since);
+      const lag = lastHourLags(recent.map((k) => k.freshness));
+      for (const [resource, stages] of [
+        ['runs', lag],
+        ['catalog', lag.catalog],
+      ] as const) {
+        for (const stage of ['warehouse', 'parquet'] as const) {
+          const l = stages[stage];
+          this.set({ resource, stage, quantile: '0.5' }, l ? l.p50 : UNKNOWN);
+          this.set({ resource, stage, quantile: '0.95' }, l ? l.p95 : UNKNOWN);
+          this.set({ resource, stage, quantile: '1' }, l ? l.max : UNKNOWN);
+        }
       }
+    },
+  });
+  new Gauge({
+    name: 'runsync_horizon_verified_timestamp_seconds',
+    help: 'Every run of the open-run horizon has been looked at since this time (Unix time; rolling reconciliation)',
+    registers: [registry],
+    async collect() {
+      const since = (await lastPass())?.horizonVerifiedSinceMs;
+      this.set(typeof since === 'number' ? since / 1000 : UNKNOWN);
     },
   });
   new Gauge({

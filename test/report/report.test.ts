@@ -161,6 +161,7 @@ describe('runsync report', () => {
     const html = renderReport({
       generatedAt: 0,
       source: { kind: 'analytics', file: '/w/analytics.duckdb' },
+      lag: null,
       days: [],
       tools: [],
       toolTotals: { calls: 0, errors: 0, tools: 0 },

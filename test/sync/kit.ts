@@ -117,11 +117,13 @@ export async function stored(dir: string): Promise<Map<string, RunFacts>> {
       s: string | null;
       e: string | null;
     }>(`
-      SELECT r.id, r.status, epoch_us(r.updated_at) AS u, r.resolution_type AS r,
-        (SELECT string_agg(id, ',' ORDER BY id) FROM run_messages WHERE run_id = r.id) AS m,
-        (SELECT string_agg(id, ',' ORDER BY id) FROM run_steps WHERE run_id = r.id) AS s,
-        (SELECT string_agg(id, ',' ORDER BY id) FROM run_evaluations WHERE run_id = r.id) AS e
-      FROM runs r`);
+      -- An ordered aggregate (string_agg ... ORDER BY) keeps a buffer per group, which over thousands
+      -- of runs outgrows the warehouse's memory limit; a list sorted afterwards does not.
+      WITH m AS (SELECT run_id, array_to_string(list_sort(list(id)), ',') AS ids FROM run_messages GROUP BY run_id),
+        s AS (SELECT run_id, array_to_string(list_sort(list(id)), ',') AS ids FROM run_steps GROUP BY run_id),
+        e AS (SELECT run_id, array_to_string(list_sort(list(id)), ',') AS ids FROM run_evaluations GROUP BY run_id)
+      SELECT r.id, r.status, epoch_us(r.updated_at) AS u, r.resolution_type AS r, m.ids AS m, s.ids AS s, e.ids AS e
+      FROM runs r LEFT JOIN m ON m.run_id = r.id LEFT JOIN s ON s.run_id = r.id LEFT JOIN e ON e.run_id = r.id`);
     return new Map(
       rows.map((x) => [
         x.id,

@@ -14,30 +14,38 @@ const EVERY = HOUR;
 
 /**
  * Passes every `gap` over `duration`, with the horizon sliding with the clock: for every created
- * time sampled in the horizon, the longest it went between two looks (a look: a step covering it,
- * or the first pass).
+ * time sampled in the horizon (and entering it as the live window moves on), the longest it went
+ * between two looks, or since the last one at the end (a look: a step covering it, the first pass,
+ * or the live window, which re-lists a run until it enters the horizon).
  */
 function simulate(gap: Micros, duration: Micros, horizonDays = 30): number {
   let state: RollingState | undefined;
-  const probes = Array.from({ length: 200 }, (_, i) => (i / 200) * horizonDays * MICROS_PER_DAY);
+  const start = 100 * MICROS_PER_DAY;
+  const span = horizonDays * MICROS_PER_DAY + duration;
+  const probes = Array.from({ length: 400 }, (_, i) => start - horizonDays * MICROS_PER_DAY + (i / 400) * span);
   const lastLook = new Map<number, number>();
   let worst = 0;
-  const start = 100 * MICROS_PER_DAY;
-  for (let now = start; now <= start + duration; now += gap) {
+  let now = start;
+  for (; now <= start + duration; now += gap) {
     const horizon = { from: (now - horizonDays * MICROS_PER_DAY) as Micros, to: (now - HOUR) as Micros };
     const plan = planRollingStep({ state, now: now as Micros, horizon, every: EVERY });
-    for (const p of probes) {
-      const created = start - horizonDays * MICROS_PER_DAY + p;
-      if (created < horizon.from || created >= horizon.to) continue;
+    for (const created of probes) {
+      if (created < horizon.from) continue;
+      if (created >= horizon.to || !lastLook.has(created)) {
+        lastLook.set(created, now);
+        continue;
+      }
       const covered = state === undefined || (plan.step && created >= plan.step.from && created < plan.step.to);
       if (covered) {
-        const before = lastLook.get(created);
-        if (before !== undefined) worst = Math.max(worst, now - before);
+        worst = Math.max(worst, now - (lastLook.get(created) as number));
         lastLook.set(created, now);
       }
     }
     state = stepDone(plan.state);
   }
+  const end = now - gap;
+  for (const [created, at] of lastLook)
+    if (created >= end - horizonDays * MICROS_PER_DAY) worst = Math.max(worst, end - at);
   return worst;
 }
 

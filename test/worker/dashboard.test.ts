@@ -64,17 +64,19 @@ describe('runsync worker --dashboard', () => {
     expect(metrics).toMatch(/runsync_rate_budget_burst\{scope="key"\} [1-9]\d*/);
     expect(metrics).toMatch(/runsync_rate_budget_used_ratio (nan|[\d.]+)/i);
     // A first sync loads history, which says nothing of freshness; the passes after it do.
-    expect(metrics).toMatch(/runsync_change_lag_seconds\{stage="warehouse",quantile="0.95"\} NaN/i);
+    expect(metrics).toMatch(/runsync_change_lag_seconds\{resource="runs",stage="warehouse",quantile="0.95"\} NaN/i);
     sim.advance('20m');
     await eventually(
       async () => {
         metrics = await (await fetch(`${base}/metrics`)).text();
-        return /runsync_change_lag_seconds\{stage="warehouse",quantile="0.95"\} \d/.test(metrics);
+        return /runsync_change_lag_seconds\{resource="runs",stage="warehouse",quantile="0.95"\} \d/.test(metrics);
       },
       60_000,
       () => metrics,
     );
-    expect(metrics).toMatch(/runsync_change_lag_seconds\{stage="parquet",quantile="1"\} \d/);
+    expect(metrics).toMatch(/runsync_change_lag_seconds\{resource="runs",stage="parquet",quantile="1"\} \d/);
+    expect(metrics).toMatch(/runsync_change_lag_seconds\{resource="catalog",stage="parquet",quantile="1"\} (NaN|\d)/i);
+    expect(metrics).toMatch(/runsync_horizon_verified_timestamp_seconds \d{10}/);
     await eventually(
       async () => {
         metrics = await (await fetch(`${base}/metrics`)).text();

@@ -1,7 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import type { LagStats } from '../../sync/freshness.ts';
+import type { LagStats, StageLags } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/status.ts';
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
@@ -97,14 +97,15 @@ function ago(at: Micros | null, now: Micros): string {
   return `${formatTimestamp(at)} (${s < 0 ? 'ahead of this clock' : `${formatSeconds(s)} ago`})`;
 }
 
-function lagLine(lag: StatusReport['lag']): string {
-  const part = (what: string, l: LagStats) =>
-    `${what} p50 ${formatSeconds(l.p50)}, p95 ${formatSeconds(l.p95)}, max ${formatSeconds(l.max)}`;
+function lagLine(what: string, lag: StageLags): string {
+  const part = (to: string, l: LagStats) =>
+    `${to} p50 ${formatSeconds(l.p50)}, p95 ${formatSeconds(l.p95)}, max ${formatSeconds(l.max)}`;
   const to = [
     lag.warehouse ? part('to the warehouse', lag.warehouse) : null,
     lag.parquet ? part('to Parquet', lag.parquet) : null,
   ];
-  return `lag           changes of the last hour (${lag.warehouse?.count ?? 0} runs): ${to.filter(Boolean).join('; ')}`;
+  const count = `${lag.warehouse?.count ?? 0} ${what}`;
+  return `lag           changes of the last hour (${count}): ${to.filter(Boolean).join('; ')}`;
 }
 
 function rollingLine(r: RollingState, now: Micros): string {
@@ -145,7 +146,8 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
-  if (r.lag.warehouse) lines.push(lagLine(r.lag));
+  if (r.lag.warehouse) lines.push(lagLine('runs', r.lag));
+  if (r.lag.catalog.warehouse) lines.push(lagLine('catalog objects', r.lag.catalog));
   lines.push(...rateBudgetLines(r.rateBudget));
   for (const w of r.walks) {
     if (w.key === 'runs.live' && w.done) continue;
