@@ -1,0 +1,221 @@
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
+import { loadConfig } from '../src/config/index.ts';
+import { type Change, type ChangeKind, catalogChanges, runChanges } from '../src/simulator/changes.ts';
+import { startSimulator } from '../src/simulator/index.ts';
+import { createEngine, runPass } from '../src/sync/index.ts';
+import { silentLogger } from '../src/util/logger.ts';
+import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros, parseTimestamp } from '../src/util/timestamp.ts';
+import { quoteLiteral, sqlRunner } from '../src/warehouse/sql.ts';
+import type { Bench, BenchRow } from './bench-types.ts';
+import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
+
+// Freshness under a real rate limit (R = 50 requests/s, a fixed window), passes back to back as
+// RUNSYNC_SCHEDULE_RUNS=continuous runs them and the catalog every two minutes, for the same stream
+// of new runs (about 23 a minute) with 10,000 and with 1,000,000 runs in the open-run horizon. The
+// simulator's clock moves with the wall clock. Every change the API shows during the measured
+// minutes is timed from when it was shown to the export that put it in Parquet (the files each
+// pass wrote are read back). With 10,000 runs the reconciliation interval is 10 minutes, so whole
+// rounds are seen; with 1,000,000 it is the default hour, longer than the run: the largest lag a
+// settled run can wait is the round's length, which is read from how far the round got.
+
+const R = 50;
+const RUNS_PER_DAY = 33_333;
+const NOW = parseTimestamp('2026-03-01T00:00:00Z') as Micros;
+
+interface Case {
+  size: number;
+  every: string;
+  minutes: number;
+}
+
+const quantile = (xs: number[], q: number) =>
+  [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? Number.NaN;
+
+/** updated_at of the pending objects found in the files a pass wrote; null for one a catalog file lacks. */
+async function found(dir: string, files: readonly string[], pending: ReadonlyMap<string, Change[]>) {
+  const out = new Map<string, Micros | null>();
+  const instance = await DuckDBInstance.create(':memory:');
+  try {
+    const db = sqlRunner(await instance.connect());
+    for (const f of files) {
+      const table = f.split('/')[1] as string;
+      if (!['runs', 'tools', 'agents', 'guidelines', 'guardrails', 'runbooks'].includes(table)) continue;
+      const rows = await db.all<{ id: string; u: bigint }>(
+        `SELECT id, epoch_us(updated_at) AS u FROM read_parquet(${quoteLiteral(join(dir, f))})`,
+      );
+      const seen = new Set<string>();
+      for (const r of rows) {
+        seen.add(r.id);
+        if (pending.has(`${table}/${r.id}`)) out.set(`${table}/${r.id}`, Number(r.u));
+      }
+      // A catalog table is one file: what it lacks was removed.
+      if (table !== 'runs') {
+        for (const [k, [c]] of pending) if (c?.table === table && !seen.has(c.id)) out.set(k, null);
+      }
+    }
+  } finally {
+    instance.closeSync();
+  }
+  return out;
+}
+
+async function measure(c: Case, scale: number, log: (l: string) => void): Promise<BenchRow[]> {
+  const size = Math.round(c.size * scale);
+  const world: WorldSpec = { seed: 83, size, days: size / RUNS_PER_DAY, now: NOW };
+  const root = mkdtempSync(join(tmpdir(), 'runsync-bench-fresh-'));
+  const dir = join(root, 'w');
+  await worldWarehouse(world, dir, log);
+  const sim = await startSimulator({
+    port: 0,
+    seed: world.seed,
+    size,
+    days: world.days,
+    now: NOW,
+    clock: 'wall',
+    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
+  });
+  const config = loadConfig({
+    RUNSYNC_API_URL: sim.url,
+    RUNSYNC_API_KEY: sim.key,
+    RUNSYNC_WAREHOUSE_DIR: dir,
+    RUNSYNC_START_DATE: startDateOf(world),
+    RUNSYNC_RECONCILE_EVERY: c.every,
+  });
+  const engine = createEngine(config, {
+    logger: silentLogger(),
+    signal: new AbortController().signal,
+    now: () => sim.clock.now(),
+  });
+  const label = `${(size / 1000).toLocaleString('en-US')}k runs in the horizon`;
+  try {
+    // A pass to catch up with what changed while the warehouse was copied; then the measured run.
+    await runPass(engine.deps);
+    const start = sim.clock.now();
+    const end = start + Math.max(2, c.minutes * scale) * MICROS_PER_MINUTE;
+    const changes = [...runChanges(sim.world, start, end), ...catalogChanges(sim.world, start, end)];
+    const pending = new Map<string, Change[]>();
+    for (const x of changes) pending.set(`${x.table}/${x.id}`, [...(pending.get(`${x.table}/${x.id}`) ?? []), x]);
+    const lags = new Map<ChangeKind, number[]>();
+    let written = 0;
+    let changedRuns = 0;
+    let passes = 0;
+    let catalogAt = 0;
+    sim.counters.reset();
+    const t0 = sim.clock.now();
+    while (sim.clock.now() < end) {
+      const catalog = sim.clock.now() - catalogAt >= 2 * MICROS_PER_MINUTE;
+      if (catalog) catalogAt = sim.clock.now();
+      const r = await runPass(engine.deps, { catalog });
+      const now = sim.clock.now();
+      passes++;
+      changedRuns += r.runs.fetched;
+      const files = r.export?.written ?? [];
+      written += files.reduce((n, f) => n + statSync(join(dir, f)).size, 0);
+      for (const [k, u] of await found(dir, files, pending)) {
+        const left = (pending.get(k) ?? []).filter((x) => {
+          const there = x.updatedAt === null ? u === null : u !== null && u >= x.updatedAt;
+          if (x.shownAt > now || !there) return true;
+          lags.set(x.kind, [...(lags.get(x.kind) ?? []), (now - x.shownAt) / MICROS_PER_SECOND]);
+          return false;
+        });
+        if (left.length) pending.set(k, left);
+        else pending.delete(k);
+      }
+    }
+    const elapsed = (sim.clock.now() - t0) / MICROS_PER_SECOND;
+    const share = sim.counters.count() / (R * elapsed);
+    const state = await engine.deps.gate.use((wh) =>
+      wh.all<{ v: string }>(`SELECT value::VARCHAR AS v FROM _sync_state WHERE key = 'runs.rolling'`),
+    );
+    const rolling = JSON.parse(state[0]?.v ?? '{}') as { roundMicros?: number; limitedByBudget?: boolean };
+    const bytesPerRun = await parquetBytesPerRun(dir);
+    const rows: BenchRow[] = [];
+    const row = (metric: string, value: number, unit: string, goal: string, note = '') =>
+      rows.push({ bench: 'freshness', metric: `${label}: ${metric}`, value, unit, goal, note });
+    for (const kind of ['new run', 'open run'] as const) {
+      const l = lags.get(kind) ?? [];
+      const still = [...pending.values()].flat().filter((x) => x.kind === kind).length;
+      const figures = `p50 ${quantile(l, 0.5).toFixed(0)} s, max ${Math.max(0, ...l).toFixed(0)} s`;
+      row(
+        `${kind}s, p95 lag to Parquet`,
+        quantile(l, 0.95),
+        's',
+        '<= 60',
+        `${l.length} changes; ${figures}; ${still} not yet`,
+      );
+    }
+    const settled = lags.get('settled run') ?? [];
+    const waiting = [...pending.values()].flat().filter((x) => x.kind === 'settled run');
+    row(
+      'settled runs, max lag to Parquet',
+      Math.max(0, ...settled),
+      's',
+      '<= 3600',
+      `${settled.length} caught, ${waiting.length} still to come in the round; RUNSYNC_RECONCILE_EVERY ${c.every}`,
+    );
+    row(
+      'reconciliation round',
+      (rolling.roundMicros ?? Number.NaN) / MICROS_PER_SECOND,
+      's',
+      '<= 3600',
+      `the longest a settled run waits${rolling.limitedByBudget ? ', held by RUNSYNC_RECONCILE_BUDGET' : ''}`,
+    );
+    const cat = lags.get('catalog') ?? [];
+    row('catalog, max lag to Parquet', Math.max(0, ...cat), 's', '<= 300', `${cat.length} changes`);
+    row(
+      'budget used in steady state',
+      share * 100,
+      '%',
+      '<= 15',
+      `${sim.counters.count()} requests in ${elapsed.toFixed(0)} s`,
+    );
+    row(
+      'Parquet bytes written per pass / bytes of the runs that changed',
+      written / Math.max(1, changedRuns * bytesPerRun),
+      '',
+      '',
+      `${passes} passes, ${(written / passes / 1e6).toFixed(2)} MB a pass, ${changedRuns} runs changed, ${bytesPerRun.toFixed(0)} B a run`,
+    );
+    log(rows.map((r) => `${r.metric}: ${r.value} ${r.note}`).join('\n   '));
+    return rows;
+  } finally {
+    await engine.close();
+    await sim.close();
+    rmSync(root, { recursive: true, force: true });
+  }
+}
+
+/** Parquet bytes of the run tables per run: what one changed run's rows weigh. */
+async function parquetBytesPerRun(dir: string): Promise<number> {
+  const instance = await DuckDBInstance.create(':memory:');
+  try {
+    const db = sqlRunner(await instance.connect());
+    const tree = join(dir, 'parquet');
+    const [r] = await db.all<{ b: bigint }>(
+      `SELECT sum(total_compressed_size)::BIGINT AS b FROM parquet_metadata(${quoteLiteral(`${tree}/run*/*/*.parquet`)})`,
+    );
+    const [n] = await db.all<{ n: bigint }>(
+      `SELECT count(*) AS n FROM read_parquet(${quoteLiteral(`${tree}/runs/*/*.parquet`)})`,
+    );
+    return Number(r?.b ?? 0) / Math.max(1, Number(n?.n ?? 1));
+  } finally {
+    instance.closeSync();
+  }
+}
+
+const bench: Bench = async (ctx) => {
+  const cases: Case[] = [
+    { size: 10_000, every: '10m', minutes: 12 },
+    { size: 1_000_000, every: '1h', minutes: 10 },
+  ];
+  const only = process.env.BENCH_FRESHNESS_SIZES?.split(',').map(Number);
+  const rows: BenchRow[] = [];
+  for (const c of cases.filter((x) => !only || only.includes(x.size)))
+    rows.push(...(await measure(c, ctx.scale, ctx.log)));
+  return rows;
+};
+
+export default bench;
