@@ -49,7 +49,9 @@ export function rebuildError(f: StagedFailure, invalid?: StagedBatch['invalid'][
 
 /** The failure a job's failedReason carries when the key or a scope stopped it. */
 export function fatalReason(e: AuthError | PermissionError): string {
-  return `fatal:${JSON.stringify({ kind: e.name, detail: e.message, endpoint: e.endpoint, status: e.status, code: e.code, requestId: e.requestId, scope: e instanceof PermissionError ? e.scope : null })}`;
+  const scope = e instanceof PermissionError ? e.scope : null;
+  const { name: kind, message: detail, endpoint, status, code, requestId } = e;
+  return `fatal:${JSON.stringify({ kind, detail, endpoint, status, code, requestId, scope })}`;
 }
 
 function fatalFrom(reason: string | undefined): ApiError | null {
