@@ -41,7 +41,8 @@ function bare(f: { detail: string; endpoint: string }): string {
 export function rebuildError(f: StagedFailure, invalid?: StagedBatch['invalid'][number]): ApiError {
   const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
   if (f.kind === 'InvalidRecordError') {
-    return new InvalidRecordError(bare(f), info, invalid?.problems ?? [], f.id, invalid?.record ?? null);
+    const facts = { problems: invalid?.problems ?? [], recordId: f.id, record: invalid?.record ?? null };
+    return new InvalidRecordError(bare(f), info, facts);
   }
   if (f.kind === 'NotFoundError') return new NotFoundError(bare(f), info);
   return new RemoteFetchError(bare(f), info);
@@ -59,7 +60,9 @@ function fatalFrom(reason: string | undefined): ApiError | null {
   try {
     const f = JSON.parse(reason.slice('fatal:'.length)) as StagedFailure & { scope: string | null };
     const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
-    return f.kind === 'PermissionError' ? new PermissionError(bare(f), info, f.scope) : new AuthError(bare(f), info);
+    return f.kind === 'PermissionError'
+      ? new PermissionError(bare(f), info, { scope: f.scope })
+      : new AuthError(bare(f), info);
   } catch {
     return null;
   }
