@@ -79,7 +79,8 @@ describe('the API key during a pass', () => {
     const wh = await openWarehouse(tmp.dir, { readOnly: true });
     const counts = await wh.all<{ t: string; n: bigint }>(
       `SELECT 'runs' AS t, count(*) AS n FROM runs UNION ALL SELECT 'tools', count(*) FROM tools
-       UNION ALL SELECT 'guidelines', count(*) FROM guidelines UNION ALL SELECT 'runbooks', count(*) FROM runbooks ORDER BY t`,
+       UNION ALL SELECT 'guidelines', count(*) FROM guidelines
+       UNION ALL SELECT 'runbooks', count(*) FROM runbooks ORDER BY t`,
     );
     await wh.close();
     const n = Object.fromEntries(counts.map((c) => [c.t, Number(c.n)]));

@@ -67,8 +67,10 @@ describe('runsync worker, two processes', () => {
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0 && (await diffCatalog(s, dir)).length === 0,
       240_000,
-      async () =>
-        `${(await diffFacts(want, dir)).length} runs differ; ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
+      async () => {
+        const outputs = workers.map((w) => w.output().slice(-2000)).join('\n---\n');
+        return `${(await diffFacts(want, dir)).length} runs differ; ${outputs}`;
+      },
     );
     // The clock moves: runs arrive and settle, and the next passes follow.
     await s.advance('20m');
