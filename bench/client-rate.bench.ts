@@ -1,7 +1,8 @@
 import { ApiClient } from '../src/api/index.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
-import { type Simulator, startSimulator } from '../src/simulator/index.ts';
+import type { Simulator } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
+import { type Burst, burst, rateLimitedSimulator, share429Row } from './rate-kit.ts';
 
 // Fetches run details from a simulator that allows R requests per second per key, at two network
 // latencies, with:
@@ -19,25 +20,6 @@ const CLIENTS: ClientKind[] = ['budgeted, cold', 'budgeted, warm', 'naive sequen
 const R = Number(process.env.BENCH_RATE_LIMIT ?? '50');
 const LATENCIES_MS = [0, 50];
 
-interface Result {
-  ok: number;
-  seconds: number;
-  requests: number;
-  limited: number;
-  busiestSecond: number;
-}
-
-async function simulator(latencyMs: number, size: number): Promise<Simulator> {
-  return startSimulator({
-    port: 0,
-    seed: 21,
-    size,
-    now: '2026-03-01T00:00:00Z',
-    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
-    faults: { baseLatencyMs: latencyMs },
-  });
-}
-
 async function runIds(sim: Simulator, n: number, budget: SharedRateBudget): Promise<string[]> {
   const lister = new ApiClient({ baseUrl: sim.url, apiKey: sim.key, budget });
   const ids: string[] = [];
@@ -47,22 +29,6 @@ async function runIds(sim: Simulator, n: number, budget: SharedRateBudget): Prom
   }
   await lister.close();
   return ids;
-}
-
-async function measure(sim: Simulator, fetchAll: () => Promise<number>): Promise<Result> {
-  // Start in a fresh window of the server's limiter, with nothing counted yet.
-  await new Promise((r) => setTimeout(r, 1100));
-  sim.counters.reset();
-  const t0 = performance.now();
-  const ok = await fetchAll();
-  const seconds = (performance.now() - t0) / 1000;
-  return {
-    ok,
-    seconds,
-    requests: sim.counters.count(),
-    limited: sim.counters.count(undefined, 429),
-    busiestSecond: sim.counters.maxInAlignedWindow(1000),
-  };
 }
 
 async function budgeted(sim: Simulator, ids: string[], budget: SharedRateBudget): Promise<number> {
@@ -90,7 +56,7 @@ async function naive(sim: Simulator, ids: string[]): Promise<number> {
   return ok;
 }
 
-function rows(client: string, latencyMs: number, n: number, r: Result): BenchRow[] {
+function rows(client: string, latencyMs: number, n: number, r: Burst): BenchRow[] {
   const label = `${client}, ${latencyMs} ms`;
   return [
     {
@@ -100,14 +66,7 @@ function rows(client: string, latencyMs: number, n: number, r: Result): BenchRow
       goal: '>= 0.90',
       note: `${r.ok}/${n} in ${r.seconds.toFixed(1)} s; busiest second ${r.busiestSecond}`,
     },
-    {
-      bench: 'client-rate',
-      metric: `${label}: 429 share`,
-      value: (100 * r.limited) / Math.max(1, r.requests),
-      unit: '%',
-      goal: '<= 1%',
-      note: `${r.limited} of ${r.requests}`,
-    },
+    share429Row('client-rate', label, r, '<= 1%'),
   ];
 }
 
@@ -116,7 +75,7 @@ const bench: Bench = async (ctx: BenchContext) => {
   const out: BenchRow[] = [];
   for (const latencyMs of LATENCIES_MS) {
     for (const client of CLIENTS) {
-      const sim = await simulator(latencyMs, n + 100);
+      const sim = await rateLimitedSimulator({ seed: 21, size: n + 100, rate: R, latencyMs });
       try {
         const listing = new SharedRateBudget();
         const ids = await runIds(sim, n, listing);
@@ -125,7 +84,9 @@ const bench: Bench = async (ctx: BenchContext) => {
           client === 'naive sequential'
             ? () => naive(sim, ids)
             : () => budgeted(sim, ids, client === 'budgeted, warm' ? listing : new SharedRateBudget());
-        const r = await measure(sim, fetchAll);
+        // Start in a fresh window of the server's limiter.
+        await new Promise((r) => setTimeout(r, 1100));
+        const r = await burst(sim, fetchAll);
         ctx.log(`  ${(r.ok / r.seconds / R).toFixed(3)} of R, ${r.limited} x 429 of ${r.requests}`);
         out.push(...rows(client, latencyMs, n, r));
       } finally {

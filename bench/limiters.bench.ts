@@ -2,8 +2,9 @@ import { Redis } from 'ioredis';
 import { ApiClient } from '../src/api/index.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
 import { RedisBudgetStore } from '../src/budget/redis-store.ts';
-import { RATE_MODELS, type RateModel, type Simulator, startSimulator } from '../src/simulator/index.ts';
+import { RATE_MODELS, type RateModel, type RequestRecord } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
+import { type Burst, burst, rateLimitedSimulator, share429Row } from './rate-kit.ts';
 
 // The rate budget against every limiter the simulator runs, at R = 5, 20, 50 and 200 requests per
 // second per key, from one worker and from three sharing the budget in Redis: each fetches its
@@ -25,27 +26,11 @@ interface Case {
   workers: number;
 }
 
-interface Outcome {
-  seconds: number;
-  ok: number;
-  requests: number;
-  limited: number;
-  busiestDetailSecond: number;
-}
+/** The busiest second counts the details answered. */
+const isDetail = (r: RequestRecord) => r.endpoint === 'runs.get' && r.status === 200;
 
-async function simulator(c: Case, size: number): Promise<Simulator> {
-  return startSimulator({
-    port: 0,
-    seed: 23,
-    size,
-    now: '2026-03-01T00:00:00Z',
-    rateLimit: { model: c.model, perKey: { limit: c.rate, windowSeconds: 1 } },
-    faults: { baseLatencyMs: 20 },
-  });
-}
-
-async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<Outcome> {
-  const sim = await simulator(c, n + 20);
+async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<Burst> {
+  const sim = await rateLimitedSimulator({ seed: 23, size: n + 20, rate: c.rate, latencyMs: 20, model: c.model });
   const ids = [...sim.world.truthRunDetails()].slice(0, n).map((d) => String((d as { id: unknown }).id));
   const key = `runsync-bench:limiters:${process.pid}:${run}`;
   const store = new RedisBudgetStore({ redis, key });
@@ -54,24 +39,18 @@ async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<O
     () => new ApiClient({ baseUrl: sim.url, apiKey: sim.key, budget: new SharedRateBudget({ store, reserve: 0 }) }),
   );
   try {
-    sim.counters.reset();
-    const t0 = performance.now();
     const shares = clients.map((_, w) => ids.filter((_, i) => i % c.workers === w));
-    const oks = await Promise.all(
-      clients.map(async (client, w) => {
-        let ok = 0;
-        for await (const r of client.fetchRunDetails(shares[w] as string[], { concurrency: 8 })) if (r.ok) ok++;
-        return ok;
-      }),
-    );
-    const seconds = (performance.now() - t0) / 1000;
-    return {
-      seconds,
-      ok: oks.reduce((a, b) => a + b, 0),
-      requests: sim.counters.count(),
-      limited: sim.counters.count(undefined, 429),
-      busiestDetailSecond: sim.counters.maxInAlignedWindow(1000, (r) => r.endpoint === 'runs.get' && r.status === 200),
+    const fetchAll = async () => {
+      const oks = await Promise.all(
+        clients.map(async (client, w) => {
+          let ok = 0;
+          for await (const r of client.fetchRunDetails(shares[w] as string[], { concurrency: 8 })) if (r.ok) ok++;
+          return ok;
+        }),
+      );
+      return oks.reduce((a, b) => a + b, 0);
     };
+    return await burst(sim, fetchAll, isDetail);
   } finally {
     for (const client of clients) await client.close();
     await redis.del(key);
@@ -79,7 +58,7 @@ async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<O
   }
 }
 
-function rows(c: Case, o: Outcome, n: number): BenchRow[] {
+function rows(c: Case, o: Burst, n: number): BenchRow[] {
   const label = `${c.model}, R ${c.rate}, ${c.workers} worker${c.workers > 1 ? 's' : ''}`;
   const answered = o.requests - o.limited;
   return [
@@ -90,16 +69,9 @@ function rows(c: Case, o: Outcome, n: number): BenchRow[] {
       goal: '<= 1.05',
       note:
         `${o.ok}/${n} details, ${answered} answered in ${o.seconds.toFixed(1)} s; ` +
-        `busiest second ${o.busiestDetailSecond}/${c.rate}`,
+        `busiest second ${o.busiestSecond}/${c.rate}`,
     },
-    {
-      bench: 'limiters',
-      metric: `${label}: 429 share`,
-      value: (100 * o.limited) / Math.max(1, o.requests),
-      unit: '%',
-      goal: '<= 0.5%',
-      note: `${o.limited} of ${o.requests}`,
-    },
+    share429Row('limiters', label, o, '<= 0.5%'),
   ];
 }
 

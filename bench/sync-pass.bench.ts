@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { loadConfig } from '../src/config/index.ts';
-import { type Simulator, startSimulator } from '../src/simulator/index.ts';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../src/simulator/index.ts';
 import { createEngine, type Engine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import {
@@ -53,25 +53,33 @@ async function storedRuns(dir: string): Promise<Map<string, Micros>> {
   }
 }
 
-const pages = (n: number, per: number) => Math.max(1, Math.ceil(n / per));
-
-async function steadyState(size: number, log: (l: string) => void): Promise<BenchRow[]> {
-  const sim = await startSimulator({
-    port: 0,
-    seed: 61,
-    size,
-    days: 30,
-    now: NOW,
-    rateLimit: { perKey: null },
-    runs: { postSettleFraction: 0 },
-  });
+/** A simulator of 30 days to NOW, a warehouse directory and an engine between them, for `run`. */
+async function syncCase<T>(
+  options: SimulatorOptions,
+  run: (sim: Simulator, e: Engine, dir: string) => Promise<T>,
+): Promise<T> {
+  const sim = await startSimulator({ port: 0, days: 30, now: NOW, ...options });
   const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-sync-'));
   const e = engine(sim, dir);
-  const rows: BenchRow[] = [];
   try {
+    return await run(sim, e, dir);
+  } finally {
+    await e.close();
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const pages = (n: number, per: number) => Math.max(1, Math.ceil(n / per));
+const secondsOf = (ms: number, digits = 1) => (ms / 1000).toFixed(digits);
+
+async function steadyState(size: number, log: (l: string) => void): Promise<BenchRow[]> {
+  const options = { seed: 61, size, rateLimit: { perKey: null }, runs: { postSettleFraction: 0 } };
+  return syncCase(options, async (sim, e, dir) => {
+    const rows: BenchRow[] = [];
     const first = await runPass(e.deps);
     log(
-      `first pass: ${first.runs.fetched} runs, ${first.requests.requests} requests in ${(first.durationMs / 1000).toFixed(1)} s`,
+      `first pass: ${first.runs.fetched} runs, ${first.requests.requests} requests in ${secondsOf(first.durationMs)} s`,
     );
     for (const step of ['5m', '1h']) {
       const before = await storedRuns(dir);
@@ -109,43 +117,36 @@ async function steadyState(size: number, log: (l: string) => void): Promise<Benc
       const after = await storedRuns(dir);
       let missed = 0;
       for (const [id, t] of truth) if (after.get(id) !== t.updated) missed++;
+      const seen = `k=${k} new, c=${c} changed, ${inWindow} in the window, ${r.openRunsChecked} open re-checked`;
+      const detail = sim.counters.count('runs.get');
       log(
-        `after ${step}: k=${k} new, c=${c} changed, ${inWindow} in the window, ${r.openRunsChecked} open re-checked; ${made} requests (${list} list, ${sim.counters.count('runs.get')} detail) vs minimum ${minimum}; ${missed} runs not exact`,
+        `after ${step}: ${seen}; ${made} requests (${list} list, ${detail} detail) vs minimum ${minimum}; ` +
+          `${missed} runs not exact`,
       );
+      const exact = missed === 0 ? 'exact' : `${missed} NOT exact`;
       rows.push({
         bench: 'sync steady state',
         metric: `requests / minimum, after ${step}`,
         value: made / minimum,
         goal: '1.00',
-        note: `${made} vs ${list} list + k=${k} + c=${c} + ${catalog} catalog; ${missed === 0 ? 'exact' : `${missed} NOT exact`}`,
+        note: `${made} vs ${list} list + k=${k} + c=${c} + ${catalog} catalog; ${exact}`,
       });
       rows.push({
         bench: 'sync steady state',
         metric: `list pages / floor, after ${step}`,
         value: list / (windowPages + openFloor),
-        note: `${list} list pages; floor ${windowPages} for the window + ${openFloor} for ${r.openRunsChecked} open runs were the runs list filterable by run id (by ticket, 200 a request, the tickets' other runs come too)`,
+        note:
+          `${list} list pages; floor ${windowPages} for the window + ${openFloor} for ${r.openRunsChecked} open runs ` +
+          "were the runs list filterable by run id (by ticket, 200 a request, the tickets' other runs come too)",
       });
     }
-  } finally {
-    await e.close();
-    await sim.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-  return rows;
+    return rows;
+  });
 }
 
 async function firstSync(size: number, log: (l: string) => void): Promise<BenchRow[]> {
-  const sim = await startSimulator({
-    port: 0,
-    seed: 62,
-    size,
-    days: 30,
-    now: NOW,
-    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
-  });
-  const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-sync-'));
-  const e = engine(sim, dir);
-  try {
+  const options = { seed: 62, size, rateLimit: { perKey: { limit: R, windowSeconds: 1 } } };
+  return syncCase(options, async (sim, e) => {
     await new Promise((r) => setTimeout(r, 1100));
     sim.counters.reset();
     const lag = monitorEventLoopDelay({ resolution: 10 });
@@ -153,10 +154,12 @@ async function firstSync(size: number, log: (l: string) => void): Promise<BenchR
     const t0 = performance.now();
     const r = await runPass(e.deps, { export: false });
     lag.disable();
-    if (process.env.SYNC_BENCH_TRACE)
+    if (process.env.SYNC_BENCH_TRACE) {
+      const ms = (ns: number) => (ns / 1e6).toFixed(0);
       log(
-        `event loop delay: p50 ${(lag.percentile(50) / 1e6).toFixed(0)} ms, p99 ${(lag.percentile(99) / 1e6).toFixed(0)} ms, max ${(lag.max / 1e6).toFixed(0)} ms`,
+        `event loop delay: p50 ${ms(lag.percentile(50))} ms, p99 ${ms(lag.percentile(99))} ms, max ${ms(lag.max)} ms`,
       );
+    }
     const seconds = (performance.now() - t0) / 1000;
     const requests = sim.counters.count();
     const limited = sim.counters.count(undefined, 429);
@@ -164,15 +167,16 @@ async function firstSync(size: number, log: (l: string) => void): Promise<BenchR
       const t = sim.counters.log();
       const start = t[0]?.t ?? 0;
       const perSecond: number[] = [];
-      for (const x of t)
-        perSecond[Math.floor((x.t - start) / 1000)] = (perSecond[Math.floor((x.t - start) / 1000)] ?? 0) + 1;
-      log(
-        `requests per second: ${[...perSecond].map((v) => v ?? 0).join(' ')}; first request ${((start - t0 - performance.timeOrigin) / 1000).toFixed(2)} s after start`,
-      );
+      for (const x of t) {
+        const second = Math.floor((x.t - start) / 1000);
+        perSecond[second] = (perSecond[second] ?? 0) + 1;
+      }
+      const counts = [...perSecond].map((v) => v ?? 0).join(' ');
+      const firstAfter = secondsOf(start - t0 - performance.timeOrigin, 2);
+      log(`requests per second: ${counts}; first request ${firstAfter} s after start`);
     }
-    log(
-      `first sync of ${r.runs.fetched} runs: ${requests} requests (${limited} × 429) in ${seconds.toFixed(1)} s at R=${R}/s`,
-    );
+    const took = `${requests} requests (${limited} × 429) in ${seconds.toFixed(1)} s`;
+    log(`first sync of ${r.runs.fetched} runs: ${took} at R=${R}/s`);
     return [
       {
         bench: 'sync first full',
@@ -188,11 +192,7 @@ async function firstSync(size: number, log: (l: string) => void): Promise<BenchR
         goal: '<= 1%',
       },
     ];
-  } finally {
-    await e.close();
-    await sim.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 // SYNC_BENCH=steady or SYNC_BENCH=first runs one half.

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { type Simulator, startSimulator } from '../src/simulator/index.ts';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../src/simulator/index.ts';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../src/util/timestamp.ts';
 import { systemMicros } from '../src/warehouse/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
@@ -84,28 +84,54 @@ function stop(children: ChildProcess[]): Promise<void> {
   ).then(() => undefined);
 }
 
-async function throughput(workers: number, details: number, log: (l: string) => void): Promise<BenchRow[]> {
+interface FleetCase {
+  sim: Simulator;
+  redis: Redis;
+  /** What a `runsync` process of this case needs in its environment. */
+  env: Record<string, string>;
+  /** The processes `run` starts, stopped when it ends. */
+  children: ChildProcess[];
+}
+
+/** A Redis, a simulator and a warehouse directory of their own for `run`; runs passes on `scheduleRuns`. */
+async function fleetCase<T>(
+  options: SimulatorOptions,
+  scheduleRuns: string,
+  run: (c: FleetCase) => Promise<T>,
+): Promise<T> {
   const redis = await startRedis();
-  const sim: Simulator = await startSimulator({
-    port: 0,
-    seed: 81,
-    size: details + 500,
-    days: 10,
-    now: systemMicros() - MICROS_PER_HOUR,
-    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
-  });
+  const sim = await startSimulator({ port: 0, ...options });
   const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-wh-'));
   const env = {
     RUNSYNC_API_URL: sim.url,
     RUNSYNC_API_KEY: sim.key,
     RUNSYNC_WAREHOUSE_DIR: dir,
     REDIS_URL: redis.url,
-    RUNSYNC_SCHEDULE_RUNS: '*/2 * * * * *',
+    RUNSYNC_SCHEDULE_RUNS: scheduleRuns,
     RUNSYNC_SCHEDULE_CATALOG: 'off',
     RUNSYNC_SCHEDULE_RECONCILE: 'off',
   };
-  const children = Array.from({ length: workers }, () => cli(['worker'], env));
+  const children: ChildProcess[] = [];
   try {
+    return await run({ sim, redis: redis.redis, env, children });
+  } finally {
+    await stop(children);
+    await sim.close();
+    redis.stop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+async function throughput(workers: number, details: number, log: (l: string) => void): Promise<BenchRow[]> {
+  const options = {
+    seed: 81,
+    size: details + 500,
+    days: 10,
+    now: systemMicros() - MICROS_PER_HOUR,
+    rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
+  };
+  return fleetCase(options, '*/2 * * * * *', async ({ sim, env, children }) => {
+    for (let i = 0; i < workers; i++) children.push(cli(['worker'], env));
     await until(() => sim.counters.count('runs.get') > 0, 120_000);
     const t0 = Date.now();
     const c0 = sim.counters.count('runs.get');
@@ -115,8 +141,10 @@ async function throughput(workers: number, details: number, log: (l: string) => 
     const total = sim.counters.count();
     const limited = sim.counters.count(undefined, 429);
     const busiest = sim.counters.maxInAlignedWindow(1000);
+    const timedOut = done ? '' : ' (timed out)';
     log(
-      `${workers} worker(s): ${fetched} details in ${seconds.toFixed(1)} s; busiest second ${busiest}; ${limited} × 429 of ${total}${done ? '' : ' (timed out)'}`,
+      `${workers} worker(s): ${fetched} details in ${seconds.toFixed(1)} s; busiest second ${busiest}; ` +
+        `${limited} × 429 of ${total}${timedOut}`,
     );
     return [
       {
@@ -133,32 +161,15 @@ async function throughput(workers: number, details: number, log: (l: string) => 
         goal: '<= 1%',
       },
     ];
-  } finally {
-    await stop(children);
-    await sim.close();
-    redis.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 async function backfillMemory(size: number, watchSeconds: number, log: (l: string) => void): Promise<BenchRow[]> {
-  const redis = await startRedis();
   const now = systemMicros() - MICROS_PER_HOUR;
-  const sim = await startSimulator({ port: 0, seed: 82, size, days: 30, now, rateLimit: { perKey: null } });
-  const dir = mkdtempSync(join(tmpdir(), 'runsync-bench-wh-'));
-  const env = {
-    RUNSYNC_API_URL: sim.url,
-    RUNSYNC_API_KEY: sim.key,
-    RUNSYNC_WAREHOUSE_DIR: dir,
-    REDIS_URL: redis.url,
-    RUNSYNC_SCHEDULE_RUNS: 'off',
-    RUNSYNC_SCHEDULE_CATALOG: 'off',
-    RUNSYNC_SCHEDULE_RECONCILE: 'off',
-  };
-  const memory = async () => Number(/used_memory:(\d+)/.exec(await redis.redis.info('memory'))?.[1] ?? 0);
-  const base = await memory();
-  const children: ChildProcess[] = [];
-  try {
+  const options = { seed: 82, size, days: 30, now, rateLimit: { perKey: null } };
+  return fleetCase(options, 'off', async ({ sim, redis, env, children }) => {
+    const memory = async () => Number(/used_memory:(\d+)/.exec(await redis.info('memory'))?.[1] ?? 0);
+    const base = await memory();
     const enqueue = cli(
       ['backfill', '--from', formatTimestamp(now - 30 * MICROS_PER_DAY), '--to', formatTimestamp(now), '--enqueue'],
       env,
@@ -176,35 +187,32 @@ async function backfillMemory(size: number, watchSeconds: number, log: (l: strin
       await new Promise((r) => setTimeout(r, 1000));
     }
     const fetched = sim.counters.count('runs.get');
-    const mb = (b: number) => b / 1e6;
+    const megabytes = (b: number) => b / 1e6;
+    const mb = (b: number) => megabytes(b).toFixed(2);
     const half = samples.slice(0, Math.ceil(samples.length / 2));
     const late = samples.slice(Math.ceil(samples.length / 2));
-    log(
-      `backfill of ${size} runs: Redis ${mb(base).toFixed(2)} MB empty, ${mb(afterEnqueue).toFixed(2)} MB enqueued, peak ${mb(peak).toFixed(2)} MB over ${watchSeconds} s while ${fetched} details were fetched`,
-    );
+    const sizes = `${mb(base)} MB empty, ${mb(afterEnqueue)} MB enqueued, peak ${mb(peak)} MB`;
+    log(`backfill of ${size} runs: Redis ${sizes} over ${watchSeconds} s while ${fetched} details were fetched`);
     return [
       {
         bench: 'worker backfill',
         metric: `Redis memory, ${size} runs enqueued`,
-        value: mb(afterEnqueue - base),
+        value: megabytes(afterEnqueue - base),
         unit: 'MB',
         note: 'above an empty Redis; 30 slice jobs',
       },
       {
         bench: 'worker backfill',
         metric: 'Redis memory, peak while working',
-        value: mb(peak - base),
+        value: megabytes(peak - base),
         unit: 'MB',
         goal: 'bounded',
-        note: `${fetched} details fetched in ${watchSeconds} s; first half max ${mb(Math.max(...half) - base).toFixed(2)} MB, second half max ${mb(Math.max(...late) - base).toFixed(2)} MB`,
+        note:
+          `${fetched} details fetched in ${watchSeconds} s; first half max ${mb(Math.max(...half) - base)} MB, ` +
+          `second half max ${mb(Math.max(...late) - base)} MB`,
       },
     ];
-  } finally {
-    await stop(children);
-    await sim.close();
-    redis.stop();
-    rmSync(dir, { recursive: true, force: true });
-  }
+  });
 }
 
 const bench: Bench = async ({ scale, log }) => {

@@ -1,13 +1,10 @@
 import { exportParquet } from '../src/export/parquet.ts';
-import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
+import { flagPayload, type JobContext } from '../src/worker/job-context.ts';
 
 // The Parquet export of what changed since the last one (`full` rewrites everything).
 
 export function checkPayload(payload: unknown): { full: boolean } {
-  const p = objectPayload(payload ?? {}, 'export-parquet');
-  if (p.full !== undefined && typeof p.full !== 'boolean')
-    throw new PayloadCheckError('export-parquet: full must be true or false');
-  return { full: p.full === true };
+  return { full: flagPayload(payload, 'export-parquet', 'full') };
 }
 
 export default async function exportParquetJob(

@@ -1,5 +1,5 @@
 import { type PassResult, runPass } from '../src/sync/pass.ts';
-import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
+import { flagPayload, type JobContext } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
 import { keepFreshness, type LastPass, PASS_KEY } from '../src/worker/metrics.ts';
 
@@ -13,10 +13,7 @@ export interface RunsPassPayload {
 }
 
 export function checkPayload(payload: unknown): RunsPassPayload {
-  const p = objectPayload(payload ?? {}, 'runs-pass');
-  if (p.reconcile !== undefined && typeof p.reconcile !== 'boolean')
-    throw new PayloadCheckError('runs-pass: reconcile must be true or false');
-  return { reconcile: p.reconcile === true };
+  return { reconcile: flagPayload(payload, 'runs-pass', 'reconcile') };
 }
 
 export default async function runsPass(

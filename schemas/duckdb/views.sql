@@ -219,17 +219,21 @@ LEFT JOIN run_steps s ON s.run_id = r.id AND s.id = r.approval_pending_step_id
 WHERE r.approval_waiting_for_approval
 ORDER BY r.updated_at, r.id;
 
+-- The label of an evaluation attribute, over its evaluations (grouped by attribute_id): the name
+-- most recently recorded under its id.
+CREATE OR REPLACE MACRO attribute_label(attribute_id, name, recorded_at) AS
+  CASE
+    WHEN attribute_id IS NULL THEN '(no attribute)'
+    ELSE coalesce(arg_max(name, recorded_at) FILTER (WHERE name IS NOT NULL), '(unnamed attribute)')
+  END;
+
 -- Distribution of evaluation attribute values: one row per (attribute, value), with how many
--- evaluations carry it, in how many runs, and its share of the attribute's evaluations. The
--- attribute's label is the name most recently recorded under its id.
+-- evaluations carry it, in how many runs, and its share of the attribute's evaluations.
 CREATE OR REPLACE VIEW v_evaluation_values AS
 WITH per_attribute AS (
   SELECT
     attribute_id,
-    CASE
-      WHEN attribute_id IS NULL THEN '(no attribute)'
-      ELSE coalesce(arg_max(name, recorded_at) FILTER (WHERE name IS NOT NULL), '(unnamed attribute)')
-    END AS attribute_name,
+    attribute_label(attribute_id, name, recorded_at) AS attribute_name,
     count(*) AS evaluations
   FROM run_evaluations
   GROUP BY attribute_id
@@ -255,10 +259,7 @@ ORDER BY a.attribute_name, v.attribute_id, v.evaluations DESC, v.value;
 CREATE OR REPLACE VIEW v_evaluation_attributes AS
 SELECT
   attribute_id,
-  CASE
-    WHEN attribute_id IS NULL THEN '(no attribute)'
-    ELSE coalesce(arg_max(name, recorded_at) FILTER (WHERE name IS NOT NULL), '(unnamed attribute)')
-  END AS attribute_name,
+  attribute_label(attribute_id, name, recorded_at) AS attribute_name,
   arg_max(description, recorded_at) FILTER (WHERE description IS NOT NULL) AS description,
   count(*) AS evaluations,
   count(DISTINCT run_id) AS runs,

@@ -385,9 +385,7 @@ export class ApiClient {
       throw new InvalidRecordError(
         `the record breaks its schema: ${problems.slice(0, 3).join('; ')}`,
         { endpoint, path, requestId },
-        problems,
-        recordId(body.data),
-        body.data,
+        { problems, recordId: recordId(body.data), record: body.data },
       );
     }
     return body.data as T;

@@ -64,21 +64,32 @@ function describe(detail: string, info: ApiErrorInfo): string {
   return `${info.endpoint}: ${detail}${meta ? ` (${meta})` : ''}`;
 }
 
+/**
+ * The errors that carry facts of their own: they are given by name when the error is made and
+ * kept as read-only fields beside those every ApiError has.
+ */
+function withFacts<Facts extends object, Base extends ApiError = ApiError>(
+  base: abstract new (detail: string, info: ApiErrorInfo) => Base,
+) {
+  const parent: abstract new (detail: string, info: ApiErrorInfo) => ApiError = base;
+  abstract class WithFacts extends parent {
+    constructor(detail: string, info: ApiErrorInfo, facts: Facts) {
+      super(detail, info);
+      Object.assign(this, facts);
+    }
+  }
+  type WithFactsClass = abstract new (detail: string, info: ApiErrorInfo, facts: Facts) => Base & Readonly<Facts>;
+  return WithFacts as WithFactsClass;
+}
+
 /** 401 / `unauthenticated`: the key is missing, unknown, expired or revoked. Stops everything. */
 export class AuthError extends ApiError {
   readonly retriable = false;
 }
 
 /** 403 / `permission_denied`: the key lacks the scope this endpoint needs; other resources may still work. */
-export class PermissionError extends ApiError {
+export class PermissionError extends withFacts<{ scope: string | null }>(ApiError) {
   readonly retriable = false;
-  constructor(
-    detail: string,
-    info: ApiErrorInfo,
-    readonly scope: string | null,
-  ) {
-    super(detail, info);
-  }
 }
 
 /** 400 / `invalid_request`, and any other 4xx the API does not describe. */
@@ -91,17 +102,13 @@ export class InvalidRequestError extends ApiError {
  * filters were accepted for the first page: the API no longer takes that cursor (it expired, or
  * the server forgot it). Paging can start over from the first page; the same request cannot succeed.
  */
-export class CursorRefusedError extends InvalidRequestError {
-  constructor(
-    detail: string,
-    info: ApiErrorInfo,
-    /** The page of the listing that was asked for (2: the one after the first); null for a saved cursor. */
-    readonly page: number | null,
-    /** How long the cursor was held, from its page's answer to the refused request; null for a saved one. */
-    readonly heldMs: number | null,
-  ) {
-    super(detail, info);
-  }
+export class CursorRefusedError extends withFacts<CursorFacts, InvalidRequestError>(InvalidRequestError) {}
+
+interface CursorFacts {
+  /** The page of the listing that was asked for (2: the one after the first); null for a saved cursor. */
+  page: number | null;
+  /** How long the cursor was held, from its page's answer to the refused request; null for a saved one. */
+  heldMs: number | null;
 }
 
 /** A filter or page request that breaks the spec's limits; found before any request is made. */
@@ -121,15 +128,8 @@ export class NotFoundError extends ApiError {
 }
 
 /** 429 / `rate_limited`, raised only once the client has waited as long as it is allowed to. */
-export class RateLimitedError extends ApiError {
+export class RateLimitedError extends withFacts<{ retryAfterMs: number }>(ApiError) {
   readonly retriable = true;
-  constructor(
-    detail: string,
-    info: ApiErrorInfo,
-    readonly retryAfterMs: number,
-  ) {
-    super(detail, info);
-  }
 }
 
 /** 5xx / `internal_error`. */
@@ -156,16 +156,11 @@ export class PaginationError extends ApiError {
 }
 
 /** A record that breaks a required field of its schema; it is kept aside with why, and skipped. */
-export class InvalidRecordError extends ApiError {
+export class InvalidRecordError extends withFacts<{
+  problems: readonly string[];
+  recordId: string | null;
+  /** The record as it came. */
+  record: unknown;
+}>(ApiError) {
   readonly retriable = false;
-  constructor(
-    detail: string,
-    info: ApiErrorInfo,
-    readonly problems: readonly string[],
-    readonly recordId: string | null,
-    /** The record as it came. */
-    readonly record: unknown = null,
-  ) {
-    super(detail, info);
-  }
 }

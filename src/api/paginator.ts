@@ -111,7 +111,8 @@ export class Paginator {
     const { endpoint, path, status, code, requestId } = error;
     const info = { endpoint, path, status, code, requestId, cause: error };
     if (this.cursorSince === null) {
-      return new CursorRefusedError(`the saved cursor is no longer accepted: ${error.detail}`, info, null, null);
+      const saved = { page: null, heldMs: null };
+      return new CursorRefusedError(`the saved cursor is no longer accepted: ${error.detail}`, info, saved);
     }
     const heldMs = Math.max(0, this.nowMs() - this.cursorSince);
     const page = this.listed + 1;
@@ -119,8 +120,7 @@ export class Paginator {
     return new CursorRefusedError(
       `the cursor for page ${page} (${held}) is no longer accepted: ${error.detail}`,
       info,
-      page,
-      heldMs,
+      { page, heldMs },
     );
   }
 

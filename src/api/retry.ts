@@ -154,7 +154,7 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
       const scope = SCOPE_IN_TEXT.exec(serverText ?? '')?.[0] ?? endpointInfo(ctx.endpoint).scope;
       return {
         action: 'fatal',
-        error: new PermissionError(`the API key lacks the scope ${scope}: ${detail}`, info, scope),
+        error: new PermissionError(`the API key lacks the scope ${scope}: ${detail}`, info, { scope }),
       };
     }
     case 'not_found':
@@ -163,7 +163,7 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
       return { action: 'fatal', error: new InvalidRequestError(detail, info) };
     case 'rate_limited': {
       const waitMs = retryAfterMs(headers, errorObj?.retry_after, ctx.nowMs);
-      return { action: 'wait', error: new RateLimitedError(detail, info, waitMs), waitMs };
+      return { action: 'wait', error: new RateLimitedError(detail, info, { retryAfterMs: waitMs }), waitMs };
     }
     case 'timeout':
       return { action: 'retry', error: new TimeoutError(detail, info), minDelayMs: 0 };

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { processAlive } from '../util/process-alive.ts';
 
 // How a command stops. The first SIGTERM or SIGINT aborts the command's signal: the command
 // finishes or hands back what it is doing. Whatever it is stuck on (Redis gone, a file held by
@@ -67,7 +68,7 @@ export function handleStopSignals(o: StopOptions): StopHandling {
   if (launcher) {
     const firstParent = process.ppid;
     watch = setInterval(() => {
-      if (process.ppid !== firstParent || launcher.some((pid) => !alive(pid)))
+      if (process.ppid !== firstParent || launcher.some((pid) => !processAlive(pid)))
         stop('npm, which started this process, has exited');
     }, WATCH_EVERY_MS);
     watch.unref();
@@ -113,14 +114,5 @@ function readProc(pid: number, file: string): string | null {
     return readFileSync(`/proc/${pid}/${file}`, 'utf8');
   } catch {
     return null;
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }

@@ -39,10 +39,8 @@ export function apiBaseUrl(raw: string, setting = 'RUNSYNC_API_URL', httpHosts: 
     throw new ConfigError(setting, `must be an https URL; got ${url.protocol.replace(':', '')}`);
   }
   if (url.protocol === 'http:' && !isLoopbackHost(url.hostname) && !httpHosts.includes(url.hostname.toLowerCase())) {
-    throw new ConfigError(
-      setting,
-      `must use https (plain http is allowed only for localhost, or a host named in RUNSYNC_ALLOW_HTTP); got http://${url.host}`,
-    );
+    const allowed = 'plain http is allowed only for localhost, or a host named in RUNSYNC_ALLOW_HTTP';
+    throw new ConfigError(setting, `must use https (${allowed}); got http://${url.host}`);
   }
   if (url.search || url.hash) throw new ConfigError(setting, 'must not have a query string or fragment');
   let path = url.pathname.replace(/\/+$/, '');

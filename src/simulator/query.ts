@@ -141,9 +141,24 @@ function text(p: Params, name: string, maxLength?: number): string | null {
   return raw;
 }
 
-export function parseRunsQuery(q: URLSearchParams): { paging: Paging; filter: RunFilter } {
+/**
+ * A listing's query: its paging (`limit` up to `maxLimit`), then the filter `read` takes from the
+ * rest; a parameter neither reads is refused.
+ */
+function listQuery<F>(
+  q: URLSearchParams,
+  defaultLimit: number,
+  maxLimit: number,
+  read: (p: Params) => F,
+): { paging: Paging; filter: F } {
   const p = new Params(q);
-  const pg = paging(p, 50, 100);
+  const pg = paging(p, defaultLimit, maxLimit);
+  const filter = read(p);
+  p.rejectUnknown();
+  return { paging: pg, filter };
+}
+
+function durationFilter(p: Params): RunFilter['duration'] {
   const duration: RunFilter['duration'] = {};
   for (const op of DURATION_OPS) {
     const raw = p.one(`duration[${op}]`);
@@ -153,6 +168,10 @@ export function parseRunsQuery(q: URLSearchParams): { paging: Paging; filter: Ru
     }
     duration[op] = Number(raw);
   }
+  return duration;
+}
+
+function metadataFilter(p: Params): Record<string, string> {
   const metadata: Record<string, string> = {};
   for (const name of p.names()) {
     if (!name.startsWith('metadata.')) continue;
@@ -165,62 +184,61 @@ export function parseRunsQuery(q: URLSearchParams): { paging: Paging; filter: Ru
     const value = text(p, name, 500);
     if (value !== null) metadata[key] = value;
   }
-  const filter: RunFilter = {
-    createdAfter: timestamp(p, 'created_after'),
-    createdBefore: timestamp(p, 'created_before'),
-    status: list(p, 'status', { allowed: RUN_STATUSES }),
-    ticketId: list(p, 'ticket_id', { maxLength: 200 }),
-    agentId: list(p, 'agent_id', { uuid: true }),
-    source: list(p, 'source', { maxLength: 120 }),
-    resolutionType: list(p, 'resolution_type', { allowed: RESOLUTION_TYPES }),
-    duration,
-    toolName: list(p, 'tool_name', { maxLength: 200 }),
-    search: text(p, 'search', 300),
-    metadata,
-  };
-  p.rejectUnknown();
-  return { paging: pg, filter };
+  return metadata;
+}
+
+export function parseRunsQuery(q: URLSearchParams): { paging: Paging; filter: RunFilter } {
+  return listQuery(q, 50, 100, (p) => {
+    const duration = durationFilter(p);
+    const metadata = metadataFilter(p);
+    return {
+      createdAfter: timestamp(p, 'created_after'),
+      createdBefore: timestamp(p, 'created_before'),
+      status: list(p, 'status', { allowed: RUN_STATUSES }),
+      ticketId: list(p, 'ticket_id', { maxLength: 200 }),
+      agentId: list(p, 'agent_id', { uuid: true }),
+      source: list(p, 'source', { maxLength: 120 }),
+      resolutionType: list(p, 'resolution_type', { allowed: RESOLUTION_TYPES }),
+      duration,
+      toolName: list(p, 'tool_name', { maxLength: 200 }),
+      search: text(p, 'search', 300),
+      metadata,
+    };
+  });
 }
 
 export function parseToolsQuery(q: URLSearchParams): { paging: Paging; filter: ToolFilter } {
-  const p = new Params(q);
-  const pg = paging(p, 100, 200);
-  const mcpServerId = p.one('mcp_server_id');
-  if (mcpServerId !== null && !UUID.test(mcpServerId)) throw new QueryError('mcp_server_id must be a uuid');
-  const filter: ToolFilter = {
-    type: list(p, 'type', { allowed: TOOL_TYPE_FILTER }),
-    search: text(p, 'search'),
-    isWriteAction: bool(p, 'is_write_action'),
-    requiresApproval: bool(p, 'requires_approval'),
-    integrationId: text(p, 'integration_id'),
-    mcpServerId,
-  };
-  p.rejectUnknown();
-  return { paging: pg, filter };
+  return listQuery(q, 100, 200, (p) => {
+    const mcpServerId = p.one('mcp_server_id');
+    if (mcpServerId !== null && !UUID.test(mcpServerId)) throw new QueryError('mcp_server_id must be a uuid');
+    return {
+      type: list(p, 'type', { allowed: TOOL_TYPE_FILTER }),
+      search: text(p, 'search'),
+      isWriteAction: bool(p, 'is_write_action'),
+      requiresApproval: bool(p, 'requires_approval'),
+      integrationId: text(p, 'integration_id'),
+      mcpServerId,
+    };
+  });
 }
 
 export function parseGuardrailsQuery(q: URLSearchParams): { paging: Paging; filter: GuardrailFilter } {
-  const p = new Params(q);
-  const pg = paging(p, 100, 200);
-  const type = p.one('type');
-  if (type !== null && !(GUARDRAIL_TYPES as readonly string[]).includes(type)) {
-    throw new QueryError(`type must be one of ${GUARDRAIL_TYPES.join(', ')}`);
-  }
-  p.rejectUnknown();
-  return { paging: pg, filter: { type } };
+  return listQuery(q, 100, 200, (p) => {
+    const type = p.one('type');
+    if (type !== null && !(GUARDRAIL_TYPES as readonly string[]).includes(type)) {
+      throw new QueryError(`type must be one of ${GUARDRAIL_TYPES.join(', ')}`);
+    }
+    return { type };
+  });
 }
 
 /** Agents, guidelines and runbooks accept only `limit` and `cursor`. */
 export function parsePlainListQuery(q: URLSearchParams): { paging: Paging } {
-  const p = new Params(q);
-  const pg = paging(p, 100, 200);
-  p.rejectUnknown();
-  return { paging: pg };
+  return { paging: listQuery(q, 100, 200, () => null).paging };
 }
 
 export function rejectAnyQuery(q: URLSearchParams): void {
-  const p = new Params(q);
-  p.rejectUnknown();
+  new Params(q).rejectUnknown();
 }
 
 /** A stable text of the filters, to bind a cursor to the query that produced it. */

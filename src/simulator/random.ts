@@ -109,7 +109,8 @@ export function rngFor(seed: number, ...keys: Key[]): Rng {
 /** Lays 32 hex digits out as a version-4 uuid. */
 export function formatUuid(hex32: string): string {
   const variant = '89ab'[parseInt(hex32.charAt(16), 16) & 3] as string;
-  return `${hex32.slice(0, 8)}-${hex32.slice(8, 12)}-4${hex32.slice(13, 16)}-${variant}${hex32.slice(17, 20)}-${hex32.slice(20, 32)}`;
+  const h = (from: number, to: number) => hex32.slice(from, to);
+  return `${h(0, 8)}-${h(8, 12)}-4${h(13, 16)}-${variant}${h(17, 20)}-${h(20, 32)}`;
 }
 
 // Run ids encode their index so a detail request finds its run without an index of all ids:

@@ -250,7 +250,8 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
     if (fault.status === 500) return fail(500, 'internal_error', 'the API could not complete the request');
     status = fault.status;
     done();
-    const html = `<html><head><title>${status}</title></head><body><h1>${status} ${status === 502 ? 'Bad Gateway' : 'Service Unavailable'}</h1></body></html>`;
+    const title = `${status} ${status === 502 ? 'Bad Gateway' : 'Service Unavailable'}`;
+    const html = `<html><head><title>${status}</title></head><body><h1>${title}</h1></body></html>`;
     res.writeHead(status, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(html) });
     res.end(html);
     return;

@@ -85,8 +85,8 @@ export interface AuditEnd {
 export async function finishAudit(deps: SyncDeps, id: string, end: AuditEnd): Promise<void> {
   await deps.gate.use((wh) =>
     wh.run(
-      `UPDATE _sync_audit SET finished_at = ${US_TO_TSTZ('$2')}, status = $3, counts = $4::JSON, requests = $5, rate_limited = $6,
-         errors = $7::JSON, requests_by_endpoint = $8::JSON, retries = $9,
+      `UPDATE _sync_audit SET finished_at = ${US_TO_TSTZ('$2')}, status = $3, counts = $4::JSON,
+         requests = $5, rate_limited = $6, errors = $7::JSON, requests_by_endpoint = $8::JSON, retries = $9,
          window_from = ${US_TO_TSTZ('$10')}, window_to = ${US_TO_TSTZ('$11')}
        WHERE id = $1`,
       [

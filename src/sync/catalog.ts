@@ -112,9 +112,10 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
 
 function deny(deps: SyncDeps, result: SnapshotResult, resource: string, e: PermissionError): void {
   result.denied.push({ resource, scope: e.scope, message: e.message });
+  const lacks = e.scope ? ` (it lacks the scope ${e.scope})` : '';
   deps.logger.error(
     { resource, scope: e.scope },
-    `the API key may not read ${resource}${e.scope ? ` (it lacks the scope ${e.scope})` : ''}; the other resources still sync`,
+    `the API key may not read ${resource}${lacks}; the other resources still sync`,
   );
 }
 

@@ -122,7 +122,8 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     retries: bigint | null;
     errors: string | null;
   }>(
-    `SELECT id, kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f, requests, rate_limited AS rl, retries, errors::VARCHAR AS errors
+    `SELECT id, kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f,
+            requests, rate_limited AS rl, retries, errors::VARCHAR AS errors
      FROM _sync_audit ORDER BY started_at DESC LIMIT 50`,
   );
   const toPass = (p: (typeof passes)[number]): PassSummary => ({
@@ -139,10 +140,12 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   const lastGood = passes.findIndex((p) => p.status === 'ok');
   const failed = passes.findIndex((p) => p.status !== 'ok' && p.status !== 'running');
   const open = await db.all<{ reason: string; c: bigint; oldest: bigint | null }>(
-    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
+    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest
+     FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
   );
   const [pending] = await db.all<{ c: bigint; oldest: bigint | null; e: string | null }>(
-    `SELECT count(*) AS c, min(epoch_us(first_failed_at)) AS oldest, arg_max(last_error, last_failed_at) AS e FROM _sync_pending_runs`,
+    `SELECT count(*) AS c, min(epoch_us(first_failed_at)) AS oldest, arg_max(last_error, last_failed_at) AS e
+     FROM _sync_pending_runs`,
   );
   const schemaChanges = await readSchemaChanges(db);
   const resources = applyChanges(RESOURCES, schemaChanges);

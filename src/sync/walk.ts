@@ -77,7 +77,8 @@ export async function storedUpdatedAt(
   limit: number,
 ): Promise<Map<string, Micros> | null> {
   const rows = await wh.all<{ id: string; u: bigint }>(
-    `SELECT id, epoch_us(updated_at) AS u FROM runs WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} LIMIT $3`,
+    `SELECT id, epoch_us(updated_at) AS u FROM runs
+     WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} LIMIT $3`,
     [BigInt(range.from), BigInt(range.to), limit + 1],
   );
   if (rows.length > limit) return null;
@@ -227,7 +228,10 @@ interface Judged {
   unchanged: number;
 }
 
-/** Which runs of a page need their detail; the stored map learns what was asked, so a run listed twice is fetched once. */
+/**
+ * Which runs of a page need their detail; the stored map learns what was asked, so a run listed
+ * twice is fetched once.
+ */
 export function judge(page: ListPage<RunSummary>, stored: Map<string, Micros>, force: boolean): Judged {
   const out: Judged = { fetch: [], listed: new Map(), fresh: 0, changed: 0, unchanged: 0 };
   for (const s of page.items) {

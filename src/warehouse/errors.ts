@@ -8,12 +8,17 @@ export class WarehouseLockedError extends Error {
     readonly holderPid: number | null,
     readonly holder: string | null,
   ) {
-    const who = holderPid !== null ? `process ${holderPid}${holder ? ` (${holder})` : ''}` : 'another process';
     super(
-      `the warehouse ${file} is in use by ${who}; try again when it finishes,` +
+      `the warehouse ${file} is in use by ${holderName(holderPid, holder)}; try again when it finishes,` +
         ' or read analytics.duckdb beside it, which is never locked',
     );
   }
+}
+
+/** Who holds the file, as far as DuckDB's lock error says. */
+export function holderName(pid: number | null, holder: string | null): string {
+  if (pid === null) return 'another process';
+  return `process ${pid}${holder ? ` (${holder})` : ''}`;
 }
 
 /** The file exists but is not a warehouse this version can use. */

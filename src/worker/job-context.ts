@@ -55,3 +55,11 @@ export function objectPayload(payload: unknown, job: string): Record<string, unk
   }
   return payload as Record<string, unknown>;
 }
+
+/** The one flag a payload may carry, `name`: true or false, and false when it or the payload is missing. */
+export function flagPayload(payload: unknown, job: string, name: string): boolean {
+  const flag = objectPayload(payload ?? {}, job)[name];
+  if (flag !== undefined && typeof flag !== 'boolean')
+    throw new PayloadCheckError(`${job}: ${name} must be true or false`);
+  return flag === true;
+}

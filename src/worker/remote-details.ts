@@ -41,7 +41,8 @@ function bare(f: { detail: string; endpoint: string }): string {
 export function rebuildError(f: StagedFailure, invalid?: StagedBatch['invalid'][number]): ApiError {
   const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
   if (f.kind === 'InvalidRecordError') {
-    return new InvalidRecordError(bare(f), info, invalid?.problems ?? [], f.id, invalid?.record ?? null);
+    const facts = { problems: invalid?.problems ?? [], recordId: f.id, record: invalid?.record ?? null };
+    return new InvalidRecordError(bare(f), info, facts);
   }
   if (f.kind === 'NotFoundError') return new NotFoundError(bare(f), info);
   return new RemoteFetchError(bare(f), info);
@@ -49,7 +50,9 @@ export function rebuildError(f: StagedFailure, invalid?: StagedBatch['invalid'][
 
 /** The failure a job's failedReason carries when the key or a scope stopped it. */
 export function fatalReason(e: AuthError | PermissionError): string {
-  return `fatal:${JSON.stringify({ kind: e.name, detail: e.message, endpoint: e.endpoint, status: e.status, code: e.code, requestId: e.requestId, scope: e instanceof PermissionError ? e.scope : null })}`;
+  const scope = e instanceof PermissionError ? e.scope : null;
+  const { name: kind, message: detail, endpoint, status, code, requestId } = e;
+  return `fatal:${JSON.stringify({ kind, detail, endpoint, status, code, requestId, scope })}`;
 }
 
 function fatalFrom(reason: string | undefined): ApiError | null {
@@ -57,7 +60,9 @@ function fatalFrom(reason: string | undefined): ApiError | null {
   try {
     const f = JSON.parse(reason.slice('fatal:'.length)) as StagedFailure & { scope: string | null };
     const info = { endpoint: f.endpoint, status: f.status, code: f.code, requestId: f.requestId };
-    return f.kind === 'PermissionError' ? new PermissionError(bare(f), info, f.scope) : new AuthError(bare(f), info);
+    return f.kind === 'PermissionError'
+      ? new PermissionError(bare(f), info, { scope: f.scope })
+      : new AuthError(bare(f), info);
   } catch {
     return null;
   }

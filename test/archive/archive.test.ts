@@ -13,15 +13,7 @@ import { openWarehouse } from '../../src/warehouse/open.ts';
 import { rebuildInPlace, rebuildInto } from '../../src/warehouse/rebuild.ts';
 import type { Warehouse } from '../../src/warehouse/types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
-import { count, dumpAll, simDetails, tempDir } from '../warehouse/wh-kit.ts';
-
-const KIND = {
-  tools: 'tool',
-  agents: 'agent',
-  guidelines: 'guideline',
-  guardrails: 'guardrail',
-  runbooks: 'runbook',
-} as const;
+import { CATALOG_KIND, count, dumpAll, simDetails, tempDir } from '../warehouse/wh-kit.ts';
 
 let tmp: ReturnType<typeof tempDir>;
 let wh: Warehouse;
@@ -138,7 +130,7 @@ describe('rebuild', () => {
   async function syncFromSimulator(target: Warehouse, rounds: number): Promise<void> {
     for (let i = 0; i < rounds; i++) {
       for (const t of CATALOG_TABLES)
-        await loadCatalogListing(target, t, sim.world.catalogObjects(KIND[t]), {
+        await loadCatalogListing(target, t, sim.world.catalogObjects(CATALOG_KIND[t]), {
           complete: true,
           listedAt: sim.clock.now(),
         });

@@ -61,7 +61,8 @@ async function parquetVersusTables(dir: string): Promise<string[]> {
   try {
     for (const [table, key] of Object.entries(keys)) {
       const partitioned = ['runs', 'run_messages', 'run_steps', 'run_evaluations'].includes(table);
-      const source = `read_parquet('${join(dir, 'parquet', table)}/${partitioned ? '*/' : ''}*.parquet'${partitioned ? ', hive_partitioning = true' : ''})`;
+      const files = `${join(dir, 'parquet', table)}/${partitioned ? '*/' : ''}*.parquet`;
+      const source = `read_parquet('${files}'${partitioned ? ', hive_partitioning = true' : ''})`;
       const q = (from: string) =>
         `SELECT count(*)::VARCHAR || ':' || coalesce(sum(hash(${key}))::VARCHAR, '') AS v FROM ${from}`;
       const [a] = (await c.runAndReadAll(q(table))).getRowObjectsJS() as { v: string }[];

@@ -77,7 +77,8 @@ describe('runsync query', () => {
   });
 
   it("--format csv gives every row with DuckDB's values: exact, to the microsecond, quoted where needed", async () => {
-    const sql = `SELECT id, epoch_us(updated_at) AS us, CAST(updated_at AS VARCHAR) AS text_ts, updated_at, ticket_title FROM runs ORDER BY id`;
+    const sql = `SELECT id, epoch_us(updated_at) AS us, CAST(updated_at AS VARCHAR) AS text_ts, updated_at, ticket_title
+                 FROM runs ORDER BY id`;
     const r = await query('--format', 'csv', sql);
     expect(r.code, r.err.join('\n')).toBe(0);
     const want = await direct<{ id: string; us: bigint; text_ts: string; ticket_title: string | null }>(sql);
@@ -102,16 +103,19 @@ describe('runsync query', () => {
     ]);
   });
 
-  it('--format json gives numbers, parsed JSON columns, lists, and integers too large for JavaScript as text', async () => {
+  it('--format json: numbers, parsed JSON columns, lists, and integers too large for JavaScript as text', async () => {
     const r = await query(
       '--format',
       'json',
-      `SELECT run_id, agent_tool_ids, agent_model_config, agent_resolution_tracking, 9007199254740993::BIGINT AS big, 1.25::DECIMAL(5,2) AS dec FROM v_run_agent_config ORDER BY run_id LIMIT 3`,
+      `SELECT run_id, agent_tool_ids, agent_model_config, agent_resolution_tracking,
+              9007199254740993::BIGINT AS big, 1.25::DECIMAL(5,2) AS dec
+       FROM v_run_agent_config ORDER BY run_id LIMIT 3`,
     );
     expect(r.code, r.err.join('\n')).toBe(0);
     const rows = JSON.parse(r.out.join('\n')) as Record<string, unknown>[];
     const want = await direct<{ run_id: string; tools: string; config: string }>(
-      `SELECT run_id, to_json(agent_tool_ids)::VARCHAR AS tools, agent_model_config::VARCHAR AS config FROM v_run_agent_config ORDER BY run_id LIMIT 3`,
+      `SELECT run_id, to_json(agent_tool_ids)::VARCHAR AS tools, agent_model_config::VARCHAR AS config
+       FROM v_run_agent_config ORDER BY run_id LIMIT 3`,
     );
     expect(rows.map((x) => x.run_id)).toEqual(want.map((w) => w.run_id));
     rows.forEach((row, i) => {

@@ -38,7 +38,8 @@ try {
   const db = await DuckDBInstance.create(dir + '/analytics.duckdb', { access_mode: 'READ_ONLY' });
   const c = await db.connect();
   out.analyticsRuns = Number((await c.runAndReadAll('SELECT count(*) AS n FROM runs')).getRowObjects()[0].n);
-  out.byCategory = (await c.runAndReadAll('SELECT count(*) AS n FROM v_resolution_by_category')).getRowObjects()[0].n > 0;
+  const byCategory = await c.runAndReadAll('SELECT count(*) AS n FROM v_resolution_by_category');
+  out.byCategory = byCategory.getRowObjects()[0].n > 0;
   c.closeSync();
   db.closeSync();
 } catch (e) { out.analyticsRuns = e.message; }

@@ -48,7 +48,8 @@ describe('runsync backfill and status', () => {
 
     const wh = await openWarehouse(dir, { readOnly: true });
     const rows = await wh.all<{ status: string; n: bigint; lo: bigint; hi: bigint }>(
-      `SELECT status, count(*) AS n, min(epoch_us(created_at)) AS lo, max(epoch_us(created_at)) AS hi FROM runs GROUP BY status ORDER BY status`,
+      `SELECT status, count(*) AS n, min(epoch_us(created_at)) AS lo, max(epoch_us(created_at)) AS hi
+       FROM runs GROUP BY status ORDER BY status`,
     );
     const watermark = await wh.all(`SELECT * FROM _sync_state WHERE key = 'runs.watermark'`);
     await wh.close();

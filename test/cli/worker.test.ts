@@ -1,11 +1,9 @@
-import { type ChildProcess, spawn } from 'node:child_process';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.ts';
+import { spawn } from 'node:child_process';
+import { describe, expect, it } from 'vitest';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
 import { runCli, spawnCli, waitForLine } from '../support/cli.ts';
-import { startSim, tempDir } from '../sync/kit.ts';
-import { cleanRedis, eventually, type RunningWorker, stopWorker, uniquePrefix, workerEnv } from '../worker/kit.ts';
+import { eventually, perWorkerTest, type RunningWorker, workerEnv } from '../worker/kit.ts';
 
 // A worker as an operator starts it: it passes at once rather than at the first tick of its
 // schedule, its metrics say "unknown" until a pass has finished, and `status` tells how long a
@@ -17,19 +15,7 @@ const TSX = import.meta.resolve('tsx');
 const NEVER = { RUNSYNC_SCHEDULE_RUNS: '0 0 1 1 *', RUNSYNC_SCHEDULE_CATALOG: '0 0 1 1 *' };
 
 describe('runsync worker, operated', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  let prefix = '';
-  let worker: RunningWorker | null = null;
-  const children: ChildProcess[] = [];
-  afterEach(async () => {
-    if (worker) await stopWorker(worker);
-    worker = null;
-    for (const c of children.splice(0)) c.kill('SIGKILL');
-    await sim?.close();
-    tmp?.cleanup();
-    await cleanRedis(prefix);
-  });
+  const each = perWorkerTest();
 
   function start(env: Record<string, string>, args: string[] = []): RunningWorker {
     const child = spawnCli(['worker', ...args], env);
@@ -48,16 +34,17 @@ describe('runsync worker, operated', () => {
   }, async () => {
     // A slow API, so that the first pass is still running when /metrics is first read. (prom-client
     // spells NaN "Nan"; Prometheus reads either.)
-    sim = await startSim({
+    const sim = await each.sim({
       seed: 97,
       size: 400,
       days: 5,
       now: systemMicros() - MICROS_PER_HOUR,
       rateLimit: { perKey: { limit: 25, windowSeconds: 1 } },
     });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    worker = start({ ...workerEnv(sim, tmp.dir, prefix), ...NEVER, LOG_LEVEL: 'info' }, ['--dashboard', '0']);
+    const dir = each.dir();
+    const prefix = each.prefix();
+    const worker = start({ ...workerEnv(sim, dir, prefix), ...NEVER, LOG_LEVEL: 'info' }, ['--dashboard', '0']);
+    each.workers.push(worker);
     const line = await waitForLine(worker.child, /^dashboard http:\/\/127\.0\.0\.1:\d+\//, 60_000);
     const base = (/^dashboard (http:\/\/127\.0\.0\.1:\d+)\//.exec(line) as RegExpExecArray)[1] as string;
     const early = await (await fetch(`${base}/metrics`)).text();
@@ -71,7 +58,7 @@ describe('runsync worker, operated', () => {
         return /runsync_passes_total\{kind="sync",status="ok"\} 1/.test(metrics);
       },
       150_000,
-      () => `${metrics}\n${worker?.output().slice(-2000)}`,
+      () => `${metrics}\n${worker.output().slice(-2000)}`,
     );
     expect(metrics).toMatch(/^runsync_lag_seconds \d+(\.\d+)?$/m);
     expect(metrics).toMatch(/^runsync_last_pass_timestamp_seconds \d{10}(\.\d+)?$/m);
@@ -80,15 +67,15 @@ describe('runsync worker, operated', () => {
   });
 
   it('status says how long a load has waited for the warehouse, and who holds it', { timeout: 180_000 }, async () => {
-    sim = await startSim({ seed: 98, size: 200, days: 5, now: systemMicros() - MICROS_PER_HOUR });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    const holder = spawn(process.execPath, ['--import', TSX, HOLD, tmp.dir], { stdio: ['pipe', 'pipe', 'inherit'] });
-    children.push(holder);
+    const sim = await each.sim({ seed: 98, size: 200, days: 5, now: systemMicros() - MICROS_PER_HOUR });
+    const dir = each.dir();
+    const prefix = each.prefix();
+    const holder = spawn(process.execPath, ['--import', TSX, HOLD, dir], { stdio: ['pipe', 'pipe', 'inherit'] });
+    each.defer(() => holder.kill('SIGKILL'));
     await new Promise<void>((r) => holder.stdout?.once('data', () => r()));
-    const env = { ...workerEnv(sim, tmp.dir, prefix), ...NEVER, LOG_LEVEL: 'info' };
-    worker = start(env);
-    const w = worker;
+    const env = { ...workerEnv(sim, dir, prefix), ...NEVER, LOG_LEVEL: 'info' };
+    const w = start(env);
+    each.workers.push(w);
     await eventually(
       async () => /held by another process/.test(w.output()),
       60_000,

@@ -21,15 +21,7 @@ import { openWarehouse } from '../../src/warehouse/open.ts';
 import { sqlRunner } from '../../src/warehouse/sql.ts';
 import type { Warehouse } from '../../src/warehouse/types.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
-import { clone, count, dumpAll, simWorld, tempDir } from '../warehouse/wh-kit.ts';
-
-const KIND = {
-  tools: 'tool',
-  agents: 'agent',
-  guidelines: 'guideline',
-  guardrails: 'guardrail',
-  runbooks: 'runbook',
-} as const;
+import { CATALOG_KIND, clone, count, dumpAll, simWorld, tempDir } from '../warehouse/wh-kit.ts';
 
 beforeAll(() => {
   // parquetjs-lite reads no ZSTD by itself; the export is ZSTD by contract.
@@ -58,7 +50,8 @@ const details = [...world.truthRunDetails()];
 beforeEach(async () => {
   tmp = tempDir();
   wh = await openWarehouse(join(tmp.dir, 'w'), { now: () => (now += 1_000_000) });
-  for (const t of CATALOG_TABLES) await loadCatalogListing(wh, t, world.catalogObjects(KIND[t]), { complete: true });
+  for (const t of CATALOG_TABLES)
+    await loadCatalogListing(wh, t, world.catalogObjects(CATALOG_KIND[t]), { complete: true });
   await loadToolOptions(wh, world.toolOptions());
   await loadRunDetails(wh, details);
 });

@@ -56,7 +56,7 @@ describe('spans of created time', () => {
     expect(spanStartOf('notes.txt')).toBeNull();
   });
 
-  it('split a busy day into files a reader sees every run once in, and rewrite only the changed run’s files', async () => {
+  it('split a busy day into files a reader sees every run once in; rewrite only the changed run’s files', async () => {
     await exportParquet(wh, { runsPerFile: 10 });
     const before = files('runs');
     expect(before.length).toBeGreaterThan(8);

@@ -82,7 +82,7 @@ describe('hostile records', () => {
     expect(Number(kept?.n)).toBe(want.size);
   });
 
-  it('a run missing a required field, or with one of the wrong type, is refused and kept aside; the rest load', async () => {
+  it('a run missing a required field or with one of the wrong type is refused and set apart; others load', async () => {
     let victims: string[] = [];
     const r = await syncThrough(({ path, body }) => {
       if (!isDetail(path)) return;
@@ -132,12 +132,13 @@ describe('hostile records', () => {
     );
     expect(Number(b?.n)).toBeGreaterThan(10_000_000);
     const [d] = await rows<{ j: string }>(
-      `SELECT tool_input::VARCHAR AS j FROM run_steps WHERE run_id = '${deep}' AND tool_input IS NOT NULL AND tool_input::VARCHAR LIKE '%"level":499%'`,
+      `SELECT tool_input::VARCHAR AS j FROM run_steps
+       WHERE run_id = '${deep}' AND tool_input IS NOT NULL AND tool_input::VARCHAR LIKE '%"level":499%'`,
     );
     expect(d?.j).toMatch(/"leaf":true/);
   });
 
-  it('ids with slashes, dots, percent signs, quotes and unicode: stored as sent, no path escapes, no broken SQL', async () => {
+  it('ids with slashes, dots, percents, quotes, unicode: stored as sent, no path escapes, no broken SQL', async () => {
     const hostile = [
       '../../etc/passwd',
       'a/b/c',

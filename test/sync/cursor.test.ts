@@ -1,11 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.ts';
+import { describe, expect, it } from 'vitest';
 import { runBackfill } from '../../src/sync/backfill.ts';
 import { type PassResult, RESTARTS_BEFORE_NARROWING, type RunCounts, runPass } from '../../src/sync/index.ts';
 import { createLogger } from '../../src/util/logger.ts';
 import { MICROS_PER_DAY, parseTimestamp } from '../../src/util/timestamp.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
-import { diffWithTruth, engineFor, NOW, SETTLE, spanStart, startSim, tempDir } from './kit.ts';
+import { diffWithTruth, engineFor, NOW, perTest, SETTLE, spanStart } from './kit.ts';
 
 // Cursors the API stops accepting in the middle of a walk, not only a saved one: the slice is read
 // again (narrower when refusals repeat), the pass still ends ok and exact, every run's detail is
@@ -45,29 +44,22 @@ async function auditCounts(dir: string): Promise<RunCounts[]> {
 const restartLines = (w: Warned[]) => w.filter((x) => /cursor/.test(x.msg) && /reading/.test(x.msg));
 
 describe('a cursor refused at any page', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await sim?.close();
-    tmp?.cleanup();
-    sim = null;
-    tmp = null;
-  });
+  const each = perTest();
 
   it('one that expires while the lister waits for the loads restarts the slice and fetches nothing twice', async () => {
     // A cursor lives 1 s; the lister may hold one page of work ahead of a pipeline one page deep,
     // so it waits with a cursor in hand while a page's 100 details are fetched at 50/s (2 s).
-    sim = await startSim({
+    const sim = await each.sim({
       seed: 61,
       size: 400,
       cursorTtlMs: 1000,
       rateLimit: { perKey: { limit: 50, windowSeconds: 1 } },
     });
-    tmp = tempDir();
+    const dir = each.dir();
     const { logger, warned } = keepWarnings();
     const engine = engineFor({
       sim,
-      dir: tmp.dir,
+      dir: dir,
       logger,
       options: { settings: { listAheadRuns: 50, bufferedPages: 1 } },
     });
@@ -81,11 +73,11 @@ describe('a cursor refused at any page', () => {
     expect(r.runs.cursorRestarts).toBeGreaterThan(0);
     expect(sim.counters.count('runs.list', 400)).toBe(r.runs.cursorRestarts);
     expect(restartLines(warned)).toHaveLength(r.runs.cursorRestarts);
-    expect(await diffWithTruth(sim, tmp.dir, sim.clock.now() - SETTLE)).toEqual([]);
+    expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
     // Every run's detail once: the runs of pages still in the pipeline were not asked for again.
     expect(sim.counters.count('runs.get', 200)).toBe(r.runs.fetched);
     expect(r.runs.fetched).toBe(r.runs.new);
-    const [audit] = await auditCounts(tmp.dir);
+    const [audit] = await auditCounts(dir);
     expect(audit?.cursorRestarts).toBe(r.runs.cursorRestarts);
     expect(audit?.narrowed).toBe(r.runs.narrowed);
     console.log(
@@ -97,10 +89,10 @@ describe('a cursor refused at any page', () => {
   it('a server refusing every cursor: live window, open runs and reconciliation narrow, and stay exact', async () => {
     // Enough runs that the open ones of the second pass fill more than a page of their ticket
     // listing; the first pass keeps the open runs it finds created before its window.
-    sim = await startSim({ seed: 64, size: 1200, cursorTtlMs: 0 });
-    tmp = tempDir();
+    const sim = await each.sim({ seed: 64, size: 1200, cursorTtlMs: 0 });
+    const dir = each.dir();
     const { logger, warned } = keepWarnings();
-    const engine = engineFor({ sim, dir: tmp.dir, logger });
+    const engine = engineFor({ sim, dir: dir, logger });
     const passes: PassResult[] = [];
     const details = () => sim?.counters.count('runs.get') ?? 0;
     try {
@@ -117,7 +109,7 @@ describe('a cursor refused at any page', () => {
       expect(plain.openRunsChecked).toBeGreaterThan(100);
       expect(plain.runs.narrowed).toBeGreaterThan(0);
       expect(details() - before).toBe(plain.runs.fetched);
-      expect(await diffWithTruth(sim, tmp.dir, sim.clock.now() - SETTLE)).toEqual([]);
+      expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
       // The reconciliation re-lists the whole horizon under the same refusals.
       sim.advance('2d');
       before = details();
@@ -125,13 +117,13 @@ describe('a cursor refused at any page', () => {
       const rec = passes[2] as PassResult;
       expect(rec.runs.narrowed).toBeGreaterThan(0);
       expect(details() - before).toBe(rec.runs.fetched);
-      expect(await diffWithTruth(sim, tmp.dir, sim.clock.now() - SETTLE)).toEqual([]);
+      expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
     } finally {
       await engine.close();
     }
     expect(passes.map((p) => p.status)).toEqual(['ok', 'ok', 'ok']);
     expect(restartLines(warned)).toHaveLength(passes.reduce((a, p) => a + p.runs.cursorRestarts, 0));
-    const audit = await auditCounts(tmp.dir);
+    const audit = await auditCounts(dir);
     expect(audit.map((a) => a.narrowed)).toEqual(passes.map((p) => p.runs.narrowed));
     for (const p of passes) {
       console.log(
@@ -142,9 +134,9 @@ describe('a cursor refused at any page', () => {
   });
 
   it('a backfill under refused cursors narrows the same way and loads its range exactly', async () => {
-    sim = await startSim({ seed: 63, size: 400, cursorTtlMs: 0 });
-    tmp = tempDir();
-    const engine = engineFor({ sim, dir: tmp.dir });
+    const sim = await each.sim({ seed: 63, size: 400, cursorTtlMs: 0 });
+    const dir = each.dir();
+    const engine = engineFor({ sim, dir: dir });
     const to = parseTimestamp(NOW) as number;
     try {
       const r = await runBackfill(engine.deps, {
@@ -157,11 +149,11 @@ describe('a cursor refused at any page', () => {
       expect(r.status).toBe('ok');
       expect(r.runs.narrowed).toBeGreaterThan(0);
       expect(sim.counters.count('runs.get')).toBe(r.runs.new);
-      const [audit] = await auditCounts(tmp.dir);
+      const [audit] = await auditCounts(dir);
       expect(audit?.cursorRestarts).toBe(r.runs.cursorRestarts);
     } finally {
       await engine.close();
     }
-    expect(await diffWithTruth(sim, tmp.dir, to)).toEqual([]);
+    expect(await diffWithTruth(sim, dir, to)).toEqual([]);
   });
 });

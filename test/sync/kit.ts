@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach } from 'vitest';
 import { loadConfig } from '../../src/config/index.ts';
 import { type Simulator, type SimulatorOptions, startSimulator } from '../../src/simulator/index.ts';
 import { createEngine, type Engine, type EngineOptions } from '../../src/sync/index.ts';
@@ -23,6 +24,33 @@ export const SETTLE = 5 * MICROS_PER_SECOND;
 export function tempDir(prefix = 'runsync-sync-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/**
+ * For a describe block whose tests each start a simulator or make a directory: what a test made
+ * is closed or removed after it, passed or not.
+ */
+export function perTest(): { sim(options?: SimulatorOptions): Promise<Simulator>; dir(prefix?: string): string } {
+  let sims: Simulator[] = [];
+  let dirs: ReturnType<typeof tempDir>[] = [];
+  afterEach(async () => {
+    for (const sim of sims) await sim.close();
+    for (const dir of dirs) dir.cleanup();
+    sims = [];
+    dirs = [];
+  });
+  return {
+    async sim(options) {
+      const sim = await startSim(options);
+      sims.push(sim);
+      return sim;
+    },
+    dir(prefix) {
+      const dir = tempDir(prefix);
+      dirs.push(dir);
+      return dir.dir;
+    },
+  };
 }
 
 export function startSim(options: SimulatorOptions = {}): Promise<Simulator> {

@@ -1,32 +1,26 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.ts';
+import { describe, expect, it } from 'vitest';
 import { runPass } from '../../src/sync/index.ts';
 import { createLogger } from '../../src/util/logger.ts';
-import { engineFor, startSim, tempDir } from './kit.ts';
+import { engineFor, perTest } from './kit.ts';
 
 // Logs as operators read them: JSON lines, and every line a pass writes (the engine's, the API
 // client's, the budget's, the warehouse's) carries the pass's id.
 
 describe('pass logs', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await sim?.close();
-    tmp?.cleanup();
-  });
+  const each = perTest();
 
   it('every line of a pass carries its pass id', async () => {
-    sim = await startSim({
+    const sim = await each.sim({
       seed: 95,
       size: 150,
       days: 3,
       faults: { serverErrorRate: 0.05, seed: 3 },
       rateLimit: { perKey: { limit: 200, windowSeconds: 1 } },
     });
-    tmp = tempDir();
+    const dir = each.dir();
     const lines: string[] = [];
     const logger = createLogger({ level: 'debug', destination: { write: (l: string) => lines.push(l) } });
-    const engine = engineFor({ sim, dir: tmp.dir, logger });
+    const engine = engineFor({ sim, dir: dir, logger });
     try {
       const r = await runPass(engine.deps);
       const parsed = lines.map((l) => JSON.parse(l) as { passId?: string; msg: string });

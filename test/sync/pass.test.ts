@@ -1,22 +1,15 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { type PassResult, runPass } from '../../src/sync/index.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
-import { diffCatalog, diffWithTruth, engineFor, SETTLE, startSim, tempDir } from './kit.ts';
+import { diffCatalog, diffWithTruth, engineFor, perTest, SETTLE } from './kit.ts';
 
 // The whole pass against the simulator with its clock moving: after every pass the warehouse is
 // the simulator's ground truth, run for run (status, updated_at, every child row) and object for
 // object in the catalog.
 
 describe('sync passes against the simulator', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await sim?.close();
-    tmp?.cleanup();
-    sim = null;
-    tmp = null;
-  });
+  const each = perTest();
 
   async function expectExact(s: Simulator, dir: string): Promise<void> {
     expect(await diffWithTruth(s, dir, s.clock.now() - SETTLE)).toEqual([]);
@@ -25,17 +18,17 @@ describe('sync passes against the simulator', () => {
 
   it('follows new runs, late arrivals, runs settling weeks later, and catalog edits and deletions', async () => {
     // Every change happens to a run still open, so plain passes (no reconciliation) must be exact.
-    sim = await startSim({ size: 400, runs: { postSettleFraction: 0 } });
-    tmp = tempDir();
-    const engine = engineFor({ sim, dir: tmp.dir });
+    const sim = await each.sim({ size: 400, runs: { postSettleFraction: 0 } });
+    const dir = each.dir();
+    const engine = engineFor({ sim, dir: dir });
     const passes: PassResult[] = [];
     try {
       passes.push(await runPass(engine.deps));
-      await expectExact(sim, tmp.dir);
+      await expectExact(sim, dir);
       for (const step of ['7m', '1d', '6d', '12d']) {
         sim.advance(step);
         passes.push(await runPass(engine.deps));
-        await expectExact(sim, tmp.dir);
+        await expectExact(sim, dir);
       }
     } finally {
       await engine.close();
@@ -51,7 +44,7 @@ describe('sync passes against the simulator', () => {
     );
     expect(catalogChanges).toBeGreaterThan(0);
     // Each pass left its audit row.
-    const wh = await openWarehouse(tmp.dir, { readOnly: true });
+    const wh = await openWarehouse(dir, { readOnly: true });
     try {
       const rows = await wh.all<{ status: string; n: bigint }>(
         `SELECT status, count(*) AS n FROM _sync_audit GROUP BY status`,
@@ -63,20 +56,20 @@ describe('sync passes against the simulator', () => {
   });
 
   it('with --reconcile, also catches runs that changed after they looked settled', async () => {
-    sim = await startSim({ seed: 12, size: 300, runs: { postSettleFraction: 0.3 } });
-    tmp = tempDir();
+    const sim = await each.sim({ seed: 12, size: 300, runs: { postSettleFraction: 0.3 } });
+    const dir = each.dir();
     // Without the rolling reconciliation, which would catch them over the passes.
-    const engine = engineFor({ sim, dir: tmp.dir, env: { RUNSYNC_RECONCILE_EVERY: 'off' } });
+    const engine = engineFor({ sim, dir: dir, env: { RUNSYNC_RECONCILE_EVERY: 'off' } });
     try {
       await runPass(engine.deps);
       sim.advance('3d');
       const plain = await runPass(engine.deps);
-      const missed = await diffWithTruth(sim, tmp.dir, sim.clock.now() - SETTLE);
+      const missed = await diffWithTruth(sim, dir, sim.clock.now() - SETTLE);
       // Without reconciliation, changes to settled runs older than the lookback are not seen.
       expect(missed.length).toBeGreaterThan(0);
       const reconciled = await runPass(engine.deps, { reconcile: true });
       expect(reconciled.reconciled).not.toBeNull();
-      await expectExact(sim, tmp.dir);
+      await expectExact(sim, dir);
       // It listed the horizon by summaries and fetched only what moved.
       expect(reconciled.runs.fetched).toBe(missed.length);
       // About one list request per 100 runs of the horizon (plus the live window's and the refresh's).
@@ -88,7 +81,7 @@ describe('sync passes against the simulator', () => {
   });
 
   it('ends exact with every fault of the simulator switched on', async () => {
-    sim = await startSim({
+    const sim = await each.sim({
       seed: 13,
       size: 300,
       runs: { postSettleFraction: 0 },
@@ -104,10 +97,10 @@ describe('sync passes against the simulator', () => {
         seed: 5,
       },
     });
-    tmp = tempDir();
+    const dir = each.dir();
     const engine = engineFor({
       sim,
-      dir: tmp.dir,
+      dir: dir,
       options: { retry: { baseDelayMs: 2, maxDelayMs: 20, maxAttempts: 8 } },
     });
     try {
@@ -117,7 +110,7 @@ describe('sync passes against the simulator', () => {
         sim.advance(step);
         await runPass(engine.deps);
       }
-      await expectExact(sim, tmp.dir);
+      await expectExact(sim, dir);
     } finally {
       await engine.close();
     }

@@ -1,8 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { LIVE_KEY, PassError, runPass, type WalkState } from '../../src/sync/index.ts';
 import { getState, openWarehouse, setState } from '../../src/warehouse/index.ts';
-import { diffWithTruth, engineFor, SETTLE, startSim, tempDir } from './kit.ts';
+import { diffWithTruth, engineFor, perTest, SETTLE } from './kit.ts';
 
 // Checkpoints: a pass stopped between pages resumes at the page after the last one it loaded and
 // fetches nothing twice; a saved cursor the API no longer takes restarts the slice cleanly; and a
@@ -19,12 +19,7 @@ async function storedRuns(dir: string): Promise<number> {
 }
 
 describe('checkpoints and costs', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await sim?.close();
-    tmp?.cleanup();
-  });
+  const each = perTest();
 
   async function interruptedPass(s: Simulator, dir: string, afterDetails: number): Promise<number> {
     const controller = new AbortController();
@@ -47,21 +42,21 @@ describe('checkpoints and costs', () => {
   }
 
   it('a pass stopped mid-window resumes at the next page and fetches nothing twice', async () => {
-    sim = await startSim({ seed: 41, size: 800 });
-    tmp = tempDir();
-    const kept = await interruptedPass(sim, tmp.dir, 300);
+    const sim = await each.sim({ seed: 41, size: 800 });
+    const dir = each.dir();
+    const kept = await interruptedPass(sim, dir, 300);
     expect(kept).toBeGreaterThan(0);
     const listBefore = sim.counters.count('runs.list');
     const detailsBefore = sim.counters.count('runs.get');
-    const engine = engineFor({ sim, dir: tmp.dir });
+    const engine = engineFor({ sim, dir: dir });
     try {
       const r = await runPass(engine.deps);
       expect(r.status).toBe('ok');
     } finally {
       await engine.close();
     }
-    expect(await diffWithTruth(sim, tmp.dir, sim.clock.now() - SETTLE)).toEqual([]);
-    const total = await storedRuns(tmp.dir);
+    expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
+    const total = await storedRuns(dir);
     expect(sim.counters.count('runs.get') - detailsBefore).toBe(total - kept);
     // The rest of the window, one short window after it, and the open-run refresh: far fewer
     // list pages than reading the 800 runs again.
@@ -69,10 +64,10 @@ describe('checkpoints and costs', () => {
   });
 
   it('a saved cursor the API refuses makes the slice start over, and the pass still ends exact', async () => {
-    sim = await startSim({ seed: 42, size: 500 });
-    tmp = tempDir();
-    await interruptedPass(sim, tmp.dir, 150);
-    const wh = await openWarehouse(tmp.dir);
+    const sim = await each.sim({ seed: 42, size: 500 });
+    const dir = each.dir();
+    await interruptedPass(sim, dir, 150);
+    const wh = await openWarehouse(dir);
     const saved = (await getState<WalkState>(wh, LIVE_KEY)) as WalkState;
     expect(saved.done).toBe(false);
     await setState(
@@ -83,7 +78,7 @@ describe('checkpoints and costs', () => {
     );
     await wh.close();
     const warnings: string[] = [];
-    const engine = engineFor({ sim, dir: tmp.dir });
+    const engine = engineFor({ sim, dir: dir });
     const logger = engine.deps.logger;
     engine.deps.logger = Object.assign(Object.create(logger), {
       warn: (o: unknown, msg?: string) => warnings.push(String(msg ?? o)),
@@ -95,13 +90,13 @@ describe('checkpoints and costs', () => {
       await engine.close();
     }
     expect(warnings.some((w) => /cursor is no longer accepted/.test(w))).toBe(true);
-    expect(await diffWithTruth(sim, tmp.dir, sim.clock.now() - SETTLE)).toEqual([]);
+    expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
   });
 
   it('a pass with nothing new fetches no detail and reads the open runs in batches', async () => {
-    sim = await startSim({ seed: 43, size: 1500 });
-    tmp = tempDir();
-    const engine = engineFor({ sim, dir: tmp.dir });
+    const sim = await each.sim({ seed: 43, size: 1500 });
+    const dir = each.dir();
+    const engine = engineFor({ sim, dir: dir });
     try {
       await runPass(engine.deps);
       sim.counters.reset();

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { ArchiveWriter } from '../../src/archive/writer.ts';
 import { statusLines } from '../../src/cli/commands/status.ts';
 import { exportParquet } from '../../src/export/parquet.ts';
@@ -11,7 +11,7 @@ import { type Micros, parseTimestamp } from '../../src/util/timestamp.ts';
 import { openWarehouse, type Warehouse } from '../../src/warehouse/index.ts';
 import { rebuildInPlace, rebuildInto } from '../../src/warehouse/rebuild.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
-import { diffWithTruth, engineFor, SETTLE, startSim, tempDir } from './kit.ts';
+import { diffWithTruth, engineFor, perTest, SETTLE } from './kit.ts';
 
 // The API grows: from a moment on, runs carry cost_usd, their steps latency_ms, and a new array of
 // citations. Members nobody declared become columns (and the array a table) on their own, their
@@ -45,21 +45,13 @@ async function columnsOf(wh: Warehouse, table: string): Promise<string[]> {
 }
 
 describe('schema evolution', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  afterEach(async () => {
-    await sim?.close();
-    tmp?.cleanup();
-    sim = null;
-    tmp = null;
-  });
+  const each = perTest();
 
   it('turns members the API adds into typed columns and a table, and fills them for history on rebuild', async () => {
-    sim = await startSim({ size: 300, runs: { postSettleFraction: 0 } });
-    tmp = tempDir();
-    const dir = tmp.dir;
+    const sim = await each.sim({ size: 300, runs: { postSettleFraction: 0 } });
+    const dir = each.dir();
     const pass = async (env: Record<string, string> = {}) => {
-      const engine = engineFor({ sim: sim as Simulator, dir, env });
+      const engine = engineFor({ sim, dir, env });
       try {
         const r = await runPass(engine.deps);
         expect(r.status, r.errors.join('; ')).toBe('ok');
@@ -136,7 +128,7 @@ describe('schema evolution', () => {
       ).toEqual(
         expect.arrayContaining(['runs.cost_usd', 'run_steps.latency_ms', 'run_citations.', 'run_citations.url']),
       );
-      const said = statusLines(join(dir, 'runsync.duckdb'), status, (sim as Simulator).clock.now()).join('\n');
+      const said = statusLines(join(dir, 'runsync.duckdb'), status, sim.clock.now()).join('\n');
       expect(said).toMatch(/^new columns .*run_steps\.latency_ms BIGINT.*runs\.cost_usd DOUBLE/m);
       expect(said).toMatch(/table run_citations \(from citations\)/);
       expect(said).not.toMatch(/^held/m);
@@ -202,8 +194,8 @@ describe('schema evolution', () => {
   });
 
   it('takes in the members of an archive written before loads noted what they observed', async () => {
-    tmp = tempDir();
-    const source = join(tmp.dir, 'old');
+    const dir = each.dir();
+    const source = join(dir, 'old');
     const at = Date.parse('2026-03-01T00:00:00Z') * 1000;
     // An archive file as an older runsync wrote it: payloads only, no note in its footer.
     const archive = await ArchiveWriter.open(source, 'runs', at);
@@ -217,9 +209,9 @@ describe('schema evolution', () => {
       payload: JSON.stringify(detail),
     });
     await archive.commit();
-    const rebuilt = await rebuildInto(source, join(tmp.dir, 'new'));
+    const rebuilt = await rebuildInto(source, join(dir, 'new'));
     expect(rebuilt.newColumns).toEqual(['runs.cost_usd', 'run_steps.latency_ms']);
-    const wh = await openWarehouse(join(tmp.dir, 'new'), { readOnly: true });
+    const wh = await openWarehouse(join(dir, 'new'), { readOnly: true });
     try {
       expect(await wh.all(`SELECT cost_usd FROM runs`)).toEqual([{ cost_usd: 0.5 }]);
       expect(await wh.all(`SELECT latency_ms FROM run_steps`)).toEqual([{ latency_ms: 40n }]);

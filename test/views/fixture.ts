@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Simulator, SimulatorOptions } from '../../src/simulator/index.ts';
 import { runPass } from '../../src/sync/index.ts';
+import { processAlive } from '../../src/util/process-alive.ts';
 import type { Micros } from '../../src/util/timestamp.ts';
 import { engineFor, startSim } from '../sync/kit.ts';
 
@@ -62,7 +63,7 @@ function tryLock(lock: string): boolean {
   } catch {
     // Held: by a live process (wait for it), or left by a dead one (take it over).
     const pid = Number(readFileSafe(join(lock, 'pid')));
-    if (pid && !alive(pid)) rmSync(lock, { recursive: true, force: true });
+    if (pid && !processAlive(pid)) rmSync(lock, { recursive: true, force: true });
     return false;
   }
 }
@@ -100,19 +101,10 @@ function removeStale(): void {
     const path = join(tmpdir(), name);
     try {
       const old = Date.now() - statSync(path).mtimeMs > 6 * 3600_000;
-      if (old || !alive(Number(m[1]))) rmSync(path, { recursive: true, force: true });
+      if (old || !processAlive(Number(m[1]))) rmSync(path, { recursive: true, force: true });
     } catch {
       // Removed meanwhile by another run's clean-up.
     }
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

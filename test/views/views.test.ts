@@ -69,7 +69,8 @@ describe('ready-made views', () => {
   it('v_runs_daily and v_runs_daily_resolution count runs per day by status and resolution', async () => {
     const daily = await rows(
       wh,
-      `SELECT CAST(day AS VARCHAR) AS day, status, resolution_type, runs, waiting_for_approval, avg_duration_seconds FROM v_runs_daily`,
+      `SELECT CAST(day AS VARCHAR) AS day, status, resolution_type, runs, waiting_for_approval, avg_duration_seconds
+       FROM v_runs_daily`,
     );
     const key = (day: unknown, status: unknown, res: unknown) => `${String(day)} ${String(status)} ${String(res)}`;
     const want = new Map<string, Record<string, unknown>>();
@@ -144,7 +145,9 @@ describe('ready-made views', () => {
   it('v_run_agent_config joins each run to its agent as configured when the run was created', async () => {
     const have = await rows(
       wh,
-      `SELECT run_id, agent_config_match, epoch_us(agent_updated_at) AS u, agent_version_deleted AS d, agent_instructions FROM v_run_agent_config`,
+      `SELECT run_id, agent_config_match, epoch_us(agent_updated_at) AS u, agent_version_deleted AS d,
+              agent_instructions
+       FROM v_run_agent_config`,
     );
     const want = runAgentConfig(runs, agentVersions(sim, fixture.passTimes));
     expectSame(

@@ -7,15 +7,8 @@ import { loadCatalogListing } from '../../src/warehouse/load-catalog.ts';
 import { loadToolOptions } from '../../src/warehouse/load-tool-options.ts';
 import { openWarehouse } from '../../src/warehouse/open.ts';
 import type { Warehouse } from '../../src/warehouse/types.ts';
-import { count, tempDir } from './wh-kit.ts';
+import { CATALOG_KIND, count, tempDir } from './wh-kit.ts';
 
-const KIND = {
-  tools: 'tool',
-  agents: 'agent',
-  guidelines: 'guideline',
-  guardrails: 'guardrail',
-  runbooks: 'runbook',
-} as const;
 const T = (s: string) => parseTimestamp(s) as Micros;
 
 let tmp: ReturnType<typeof tempDir>;
@@ -323,7 +316,7 @@ describe('catalog against the simulator over time', () => {
     let changed = 0;
     for (let step = 0; step < 6; step++) {
       for (const t of CATALOG_TABLES) {
-        const r = await loadCatalogListing(w, t, sim.world.catalogObjects(KIND[t]), { complete: true });
+        const r = await loadCatalogListing(w, t, sim.world.catalogObjects(CATALOG_KIND[t]), { complete: true });
         deleted += r.deleted;
         changed += r.changed;
       }
@@ -353,7 +346,7 @@ describe('catalog against the simulator over time', () => {
   async function expectMatchesWorld(w: Warehouse, table: CatalogTable): Promise<void> {
     const live = (await w.all<{ id: string }>(`SELECT id FROM ${table} ORDER BY id`)).map((r) => r.id);
     const world = sim.world
-      .catalogObjects(KIND[table])
+      .catalogObjects(CATALOG_KIND[table])
       .map((o) => o.id as string)
       .sort();
     expect(live, table).toEqual(world);

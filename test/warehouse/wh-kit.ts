@@ -14,6 +14,15 @@ import type { SqlRunner } from '../../src/warehouse/types.ts';
 
 export const SIM_NOW = '2026-03-01T00:00:00Z';
 
+/** The simulator's object kind of each catalog table. */
+export const CATALOG_KIND = {
+  tools: 'tool',
+  agents: 'agent',
+  guidelines: 'guideline',
+  guardrails: 'guardrail',
+  runbooks: 'runbook',
+} as const;
+
 export function tempDir(prefix = 'runsync-wh-'): { dir: string; cleanup(): void } {
   const dir = mkdtempSync(join(tmpdir(), prefix));
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };

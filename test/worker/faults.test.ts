@@ -1,51 +1,27 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.ts';
+import { describe, expect, it } from 'vitest';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
-import { diffFacts, startSim, tempDir, truth } from '../sync/kit.ts';
-import {
-  cleanRedis,
-  eventually,
-  freePort,
-  type RunningWorker,
-  spawnWorker,
-  startRedisServer as startRedis,
-  stopWorker,
-  uniquePrefix,
-  workerEnv,
-} from './kit.ts';
+import { diffFacts, truth } from '../sync/kit.ts';
+import { eventually, freePort, perWorkerTest, spawnWorker, startRedisServer as startRedis, workerEnv } from './kit.ts';
 
 // What a worker must live through: Redis restarting in the middle of a pass, and an analyst
 // holding runsync.duckdb open for twenty seconds.
 
 describe('a worker through faults', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  let prefix = '';
-  let redisUrl: string | undefined;
-  const workers: RunningWorker[] = [];
-  const cleanup: (() => Promise<void> | void)[] = [];
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => stopWorker(w)));
-    await sim?.close();
-    tmp?.cleanup();
-    await cleanRedis(prefix, redisUrl);
-    for (const c of cleanup.splice(0).reverse()) await c();
-    redisUrl = undefined;
-  });
+  const each = perWorkerTest();
 
   it('Redis restarting mid-pass loses no window', { timeout: 300_000 }, async () => {
     const port = await freePort();
     const redisDir = mkdtempSync(join(tmpdir(), 'runsync-redis-'));
     let redis = await startRedis(port, redisDir);
-    cleanup.push(() => rmSync(redisDir, { recursive: true, force: true }));
-    cleanup.push(() => void redis.kill('SIGKILL'));
-    redisUrl = `redis://127.0.0.1:${port}`;
-    sim = await startSim({
+    each.defer(() => rmSync(redisDir, { recursive: true, force: true }));
+    each.defer(() => void redis.kill('SIGKILL'));
+    const redisUrl = `redis://127.0.0.1:${port}`;
+    const s = await each.sim({
       seed: 72,
       size: 600,
       days: 10,
@@ -53,11 +29,9 @@ describe('a worker through faults', () => {
       runs: { postSettleFraction: 0 },
       rateLimit: { perKey: { limit: 60, windowSeconds: 1 } },
     });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    const s = sim;
-    const dir = tmp.dir;
-    workers.push(spawnWorker(workerEnv(s, dir, prefix, { REDIS_URL: redisUrl })));
+    const dir = each.dir();
+    const prefix = each.prefix(redisUrl);
+    each.workers.push(spawnWorker(workerEnv(s, dir, prefix, { REDIS_URL: redisUrl })));
     await eventually(
       async () => s.counters.count('runs.get') >= 150,
       120_000,
@@ -72,26 +46,24 @@ describe('a worker through faults', () => {
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0,
       180_000,
-      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`,
+      async () => `${(await diffFacts(want, dir)).length} runs differ; ${each.workers[0]?.output().slice(-3000)}`,
     );
   });
 
   it('a reader holding runsync.duckdb for twenty seconds delays loading, status names it, nothing is lost', {
     timeout: 300_000,
   }, async () => {
-    sim = await startSim({
+    const s = await each.sim({
       seed: 73,
       size: 600,
       days: 10,
       now: systemMicros() - MICROS_PER_HOUR,
       runs: { postSettleFraction: 0 },
     });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    const s = sim;
-    const dir = tmp.dir;
+    const dir = each.dir();
+    const prefix = each.prefix();
     const env = workerEnv(s, dir, prefix);
-    workers.push(spawnWorker(env));
+    each.workers.push(spawnWorker(env));
     let want = truth(s, s.clock.now());
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0,
@@ -118,8 +90,8 @@ describe('a worker through faults', () => {
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0,
       120_000,
-      async () => `${(await diffFacts(want, dir)).length} runs differ; ${workers[0]?.output().slice(-3000)}`,
+      async () => `${(await diffFacts(want, dir)).length} runs differ; ${each.workers[0]?.output().slice(-3000)}`,
     );
-    expect(workers[0]?.child.exitCode).toBeNull();
+    expect(each.workers[0]?.child.exitCode).toBeNull();
   });
 });

@@ -1,18 +1,8 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { systemMicros } from '../../src/warehouse/index.ts';
-import { diffCatalog, diffFacts, tempDir, truth } from '../sync/kit.ts';
-import {
-  cleanRedis,
-  eventually,
-  type RunningWorker,
-  type SimProcess,
-  spawnWorker,
-  startSimProcess,
-  stopWorker,
-  uniquePrefix,
-  workerEnv,
-} from './kit.ts';
+import { diffCatalog, diffFacts, truth } from '../sync/kit.ts';
+import { eventually, perWorkerTest, type RunningWorker, spawnWorker, workerEnv } from './kit.ts';
 
 // Two worker processes on one Redis: scheduled passes sync the simulator into one warehouse, one
 // writer at a time, under one rate budget; a worker killed with SIGKILL mid-pass and restarted
@@ -21,22 +11,13 @@ import {
 const LIMIT = 40;
 
 describe('runsync worker, two processes', () => {
-  let sim: SimProcess | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  let prefix = '';
-  const workers: RunningWorker[] = [];
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => stopWorker(w)));
-    await sim?.close();
-    tmp?.cleanup();
-    await cleanRedis(prefix);
-  });
+  const each = perWorkerTest();
 
   it('sync the simulator exactly, within the key budget in every second, and survive a SIGKILL mid-pass', {
     timeout: 480_000,
   }, async () => {
     // The simulator runs in a process of its own, so this test's work cannot crowd its seconds.
-    sim = await startSimProcess({
+    const s = await each.simProcess({
       seed: 71,
       size: 400,
       days: 10,
@@ -44,12 +25,10 @@ describe('runsync worker, two processes', () => {
       limit: LIMIT,
       postSettle: 0,
     });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    const env = workerEnv(sim, tmp.dir, prefix);
-    const s = sim;
-    const dir = tmp.dir;
-    workers.push(spawnWorker(env), spawnWorker(env));
+    const dir = each.dir();
+    const prefix = each.prefix();
+    const env = workerEnv(s, dir, prefix);
+    each.workers.push(spawnWorker(env), spawnWorker(env));
 
     // Kill one worker once the first pass is well under way, then start another in its place.
     const details = async () => (await s.counters()).byStatus['200'] ?? 0;
@@ -58,17 +37,19 @@ describe('runsync worker, two processes', () => {
       120_000,
       async () => `${await details()} answered`,
     );
-    const victim = workers.shift() as RunningWorker;
+    const victim = each.workers.shift() as RunningWorker;
     victim.child.kill('SIGKILL');
     expect((await victim.exited).signal).toBe('SIGKILL');
-    workers.push(spawnWorker(env));
+    each.workers.push(spawnWorker(env));
 
     let want = truth(s, s.clock.now());
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0 && (await diffCatalog(s, dir)).length === 0,
       240_000,
-      async () =>
-        `${(await diffFacts(want, dir)).length} runs differ; ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
+      async () => {
+        const outputs = each.workers.map((w) => w.output().slice(-2000)).join('\n---\n');
+        return `${(await diffFacts(want, dir)).length} runs differ; ${outputs}`;
+      },
     );
     // The clock moves: runs arrive and settle, and the next passes follow.
     await s.advance('20m');

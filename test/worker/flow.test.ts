@@ -1,52 +1,32 @@
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { Simulator } from '../../src/simulator/index.ts';
+import { describe, expect, it } from 'vitest';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
-import { diffFacts, startSim, tempDir, truth } from '../sync/kit.ts';
-import {
-  cleanRedis,
-  eventually,
-  REDIS_URL,
-  type RunningWorker,
-  spawnWorker,
-  stopWorker,
-  uniquePrefix,
-  workerEnv,
-} from './kit.ts';
+import { diffFacts, truth } from '../sync/kit.ts';
+import { eventually, perWorkerTest, REDIS_URL, spawnWorker, workerEnv } from './kit.ts';
 
 // The worker as operators meet it: schedules made once however many workers start, queued
 // backfills as flows with progress, bad payloads failing for good, and SIGTERM handing work back.
 
 describe('runsync worker: schedules, flows, shutdown', () => {
-  let sim: Simulator | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  let prefix = '';
-  const workers: RunningWorker[] = [];
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => stopWorker(w)));
-    await sim?.close();
-    tmp?.cleanup();
-    await cleanRedis(prefix);
-  });
+  const each = perWorkerTest();
 
   it('workers starting together make one schedule; a queued backfill runs as a flow, once', {
     timeout: 300_000,
   }, async () => {
     const now = systemMicros() - MICROS_PER_HOUR;
-    sim = await startSim({ seed: 74, size: 800, days: 8, now });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    const s = sim;
-    const env = workerEnv(s, tmp.dir, prefix, {
+    const s = await each.sim({ seed: 74, size: 800, days: 8, now });
+    const dir = each.dir();
+    const prefix = each.prefix();
+    const env = workerEnv(s, dir, prefix, {
       RUNSYNC_SCHEDULE_RUNS: '0 0 1 1 *',
       RUNSYNC_SCHEDULE_CATALOG: '0 0 1 1 *',
       // No pass at all: the backfill alone must leave the live watermark where it was.
       RUNSYNC_PASS_AT_START: 'off',
     });
-    workers.push(spawnWorker(env), spawnWorker(env), spawnWorker(env));
+    each.workers.push(spawnWorker(env), spawnWorker(env), spawnWorker(env));
     const redis = new Redis(REDIS_URL, { maxRetriesPerRequest: 1 });
     const queue = new Queue('write', { connection: redis, prefix });
     try {
@@ -76,7 +56,7 @@ describe('runsync worker: schedules, flows, shutdown', () => {
       const status = await runCli(['status'], env);
       expect(status.stdout).toMatch(/queued\s+backfill backfill\.[0-9a-f]+: completed, 6\/6 slices/);
 
-      const wh = await openWarehouse(tmp.dir, { readOnly: true });
+      const wh = await openWarehouse(dir, { readOnly: true });
       const [n] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
       const watermark = await wh.all(`SELECT * FROM _sync_state WHERE key = 'runs.watermark'`);
       await wh.close();
@@ -105,20 +85,18 @@ describe('runsync worker: schedules, flows, shutdown', () => {
   it('SIGTERM hands the pass back within the grace period, and the next worker finishes it', {
     timeout: 300_000,
   }, async () => {
-    sim = await startSim({
+    const s = await each.sim({
       seed: 75,
       size: 700,
       days: 10,
       now: systemMicros() - MICROS_PER_HOUR,
       rateLimit: { perKey: { limit: 60, windowSeconds: 1 } },
     });
-    tmp = tempDir();
-    prefix = uniquePrefix();
-    const s = sim;
-    const dir = tmp.dir;
+    const dir = each.dir();
+    const prefix = each.prefix();
     const env = workerEnv(s, dir, prefix, { RUNSYNC_SHUTDOWN_GRACE: '10s' });
     const w = spawnWorker(env);
-    workers.push(w);
+    each.workers.push(w);
     await eventually(
       async () => s.counters.count('runs.get') >= 150,
       120_000,
@@ -131,7 +109,7 @@ describe('runsync worker: schedules, flows, shutdown', () => {
     // The grace period, and the few seconds a process takes to close its connections.
     expect(Date.now() - t0).toBeLessThan(20_000);
     expect(w.output()).toMatch(/worker stopped/);
-    workers.push(spawnWorker(env));
+    each.workers.push(spawnWorker(env));
     const want = truth(s, s.clock.now());
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0,

@@ -3,12 +3,14 @@ import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
 import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
+import { afterEach } from 'vitest';
 import { SimClock } from '../../src/simulator/clock.ts';
-import type { Simulator } from '../../src/simulator/index.ts';
+import type { Simulator, SimulatorOptions } from '../../src/simulator/index.ts';
 import { DEFAULT_RUN_OPTIONS } from '../../src/simulator/runs.ts';
 import { SimWorld } from '../../src/simulator/world.ts';
 import { formatTimestamp, type Micros, parseDuration } from '../../src/util/timestamp.ts';
 import { collect, spawnCli, waitForLine } from '../support/cli.ts';
+import { startSim, tempDir } from '../sync/kit.ts';
 
 // Worker processes as an operator runs them (`runsync worker`), each test on its own queue prefix
 // in Redis, removed afterwards.
@@ -17,6 +19,51 @@ export const REDIS_URL = process.env.REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export function uniquePrefix(): string {
   return `rstest-${randomBytes(5).toString('hex')}`;
+}
+
+export interface WorkerTest {
+  /** The test's workers: stopped first. */
+  workers: RunningWorker[];
+  /** A simulator in this process (startSim), closed after the test. */
+  sim(options?: SimulatorOptions): Promise<Simulator>;
+  /** A simulator process (startSimProcess), closed after the test. */
+  simProcess(o: SimProcessOptions): Promise<SimProcess>;
+  /** A warehouse directory, removed after the test. */
+  dir(): string;
+  /** A queue prefix of its own, its keys deleted from the Redis at `url` after the test. */
+  prefix(url?: string): string;
+  /** Anything else to undo after the test; the latest first, as all of the above but the workers. */
+  defer(undo: () => unknown): void;
+}
+
+/** For a describe block whose tests run workers: what a test started is stopped after it, passed or not. */
+export function perWorkerTest(): WorkerTest {
+  const workers: RunningWorker[] = [];
+  const undo: (() => unknown)[] = [];
+  afterEach(async () => {
+    await Promise.all(workers.splice(0).map((w) => stopWorker(w)));
+    for (const u of undo.splice(0).reverse()) await u();
+  });
+  const closed = <T extends { close(): Promise<void> }>(x: T): T => {
+    undo.push(() => x.close());
+    return x;
+  };
+  return {
+    workers,
+    sim: async (options) => closed(await startSim(options)),
+    simProcess: async (o) => closed(await startSimProcess(o)),
+    dir() {
+      const t = tempDir();
+      undo.push(t.cleanup);
+      return t.dir;
+    },
+    prefix(url = REDIS_URL) {
+      const prefix = uniquePrefix();
+      undo.push(() => cleanRedis(prefix, url));
+      return prefix;
+    },
+    defer: (u) => void undo.push(u),
+  };
 }
 
 export function workerEnv(
@@ -114,14 +161,16 @@ export interface SimProcess {
   close(): Promise<void>;
 }
 
-export async function startSimProcess(o: {
+export interface SimProcessOptions {
   seed: number;
   size: number;
   days: number;
   now: Micros;
   limit: number;
   postSettle: number;
-}): Promise<SimProcess> {
+}
+
+export async function startSimProcess(o: SimProcessOptions): Promise<SimProcess> {
   const key = `svc_live_${randomBytes(12).toString('hex')}`;
   const child = spawnCli([
     'simulate',

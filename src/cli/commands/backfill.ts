@@ -149,10 +149,11 @@ async function enqueue(ctx: CliContext, spec: BackfillSpec, wait: boolean): Prom
   const client = openQueueClient(config.redisUrl, settings.prefix);
   try {
     const q = await enqueueBackfill({ write: client.write, flows: client.flows }, spec);
+    const span = `${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}`;
     ctx.out(
       q.existing
         ? `backfill ${q.key} is already queued (${q.slices} slices); nothing added`
-        : `queued backfill ${q.key}: ${q.slices} slice(s) of ${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}; \`runsync status\` shows its progress`,
+        : `queued backfill ${q.key}: ${q.slices} slice(s) of ${span}; \`runsync status\` shows its progress`,
     );
     if (!wait) return;
     const bar = ctx.isTty

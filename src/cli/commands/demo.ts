@@ -62,7 +62,8 @@ async function clearPreviousDemo(dir: string): Promise<void> {
   });
   if (!isDemo) {
     throw new UsageError(
-      `${join(dir, DB_FILE)} holds a warehouse that is not a demo's; set RUNSYNC_WAREHOUSE_DIR to another directory to run the demo`,
+      `${join(dir, DB_FILE)} holds a warehouse that is not a demo's; ` +
+        'set RUNSYNC_WAREHOUSE_DIR to another directory to run the demo',
     );
   }
   for (const name of [DB_FILE, `${DB_FILE}.wal`, ANALYTICS_FILE, `${ANALYTICS_FILE}.wal`, 'raw', 'parquet']) {
@@ -72,7 +73,9 @@ async function clearPreviousDemo(dir: string): Promise<void> {
 
 function passLine(label: string, r: PassResult): string {
   const c = r.runs;
-  return `${label}: ${c.listed} runs listed, ${c.new} new, ${c.changed} changed, ${c.fetched} details loaded (${c.childRows} child rows), ${r.openRunsTracked} runs still open; ${r.requests.requests} requests in ${(r.durationMs / 1000).toFixed(1)} s`;
+  const runs = `${c.listed} runs listed, ${c.new} new, ${c.changed} changed`;
+  const details = `${c.fetched} details loaded (${c.childRows} child rows), ${r.openRunsTracked} runs still open`;
+  return `${label}: ${runs}, ${details}; ${r.requests.requests} requests in ${(r.durationMs / 1000).toFixed(1)} s`;
 }
 
 async function summary(wh: Warehouse): Promise<string[]> {
@@ -93,7 +96,8 @@ async function summary(wh: Warehouse): Promise<string[]> {
 export function demoCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('demo')
     .description(
-      'start the bundled simulator, sync it into ./warehouse (RUNSYNC_WAREHOUSE_DIR), print what landed and example queries',
+      'start the bundled simulator, sync it into ./warehouse (RUNSYNC_WAREHOUSE_DIR), ' +
+        'print what landed and example queries',
     )
     .action(async () => {
       const dir = warehouseDirFrom(ctx.env);
@@ -145,9 +149,8 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         for (const l of await withWarehouse(dir, { readOnly: true }, summary)) ctx.out(l);
         const rel = relative(process.cwd(), dir) || '.';
         ctx.out('');
-        ctx.out(
-          `Open it:   duckdb ${join(rel, DB_FILE)}   (or ${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs)`,
-        );
+        const readers = `${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs`;
+        ctx.out(`Open it:   duckdb ${join(rel, DB_FILE)}   (or ${readers})`);
         ctx.out(`Status:    RUNSYNC_WAREHOUSE_DIR=${rel} npx runsync status`);
         setExit(EXIT_OK);
       } finally {

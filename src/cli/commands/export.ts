@@ -25,9 +25,9 @@ export function exportCommand(ctx: CliContext, setExit: (code: number) => void):
       const r = await withWarehouse(dir, { logger, share }, (wh) =>
         exportParquet(wh, { full: o.full === true }),
       ).finally(stop);
-      ctx.out(
-        `exported ${r.dates.length} created_date partition(s) and ${r.tables.length} table(s): ${r.written.length} file(s) written, ${r.removed.length} removed, in ${(r.durationMs / 1000).toFixed(1)} s`,
-      );
+      const what = `${r.dates.length} created_date partition(s) and ${r.tables.length} table(s)`;
+      const files = `${r.written.length} file(s) written, ${r.removed.length} removed`;
+      ctx.out(`exported ${what}: ${files}, in ${(r.durationMs / 1000).toFixed(1)} s`);
       ctx.out(`views for readers: ${r.analyticsFile}`);
       setExit(EXIT_OK);
     });

@@ -14,19 +14,16 @@ export function passLines(r: PassResult): string[] {
   }
   if (r.kind !== 'snapshot') {
     const c = r.runs;
-    lines.push(
-      `  runs          listed ${c.listed} in ${c.pages} page(s): ${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged`,
-    );
-    lines.push(
-      `  details       ${c.fetched} loaded (${c.inserted} inserted, ${c.updated} updated, ${c.stale} older than stored), ${c.childRows} child rows`,
-    );
+    const kinds = `${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged`;
+    lines.push(`  runs          listed ${c.listed} in ${c.pages} page(s): ${kinds}`);
+    const loaded = `${c.inserted} inserted, ${c.updated} updated, ${c.stale} older than stored`;
+    lines.push(`  details       ${c.fetched} loaded (${loaded}), ${c.childRows} child rows`);
     if (c.pending || c.rejected)
       lines.push(
         `  kept aside    ${c.pending} detail(s) to fetch again, ${c.rejected} record(s) refused (see _sync_rejected)`,
       );
-    lines.push(
-      `  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : ''}`,
-    );
+    const retried = r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : '';
+    lines.push(`  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${retried}`);
   }
   if (r.catalog) {
     const parts = Object.entries(r.catalog.tables).map(

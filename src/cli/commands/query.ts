@@ -14,7 +14,7 @@ import { openReadSource, type ReadSource } from '../../report/read-source.ts';
 import { DB_FILE, WarehouseLockedError } from '../../warehouse/index.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../context.ts';
 import { formatTable } from '../table-format.ts';
-import { warehouseDirFrom } from './warehouse-dir.ts';
+import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync query "SQL"`: for people without a DuckDB client. Read-only: runsync.duckdb opened
 // read-only (refused while a writer holds it, with analytics.duckdb suggested), or with
@@ -50,16 +50,20 @@ export function queryCommand(ctx: CliContext, setExit: (code: number) => void): 
     .option('--wait <seconds>', 'how long to wait while a writer holds runsync.duckdb', count('--wait'), 5)
     .addHelpText(
       'after',
-      `\nExamples:\n  runsync query "SELECT * FROM v_runs_daily_resolution"\n  runsync query --format csv "SELECT * FROM v_tool_stats" > tools.csv\n  runsync query --analytics "SELECT count(*) FROM runs"   # while a worker writes`,
+      [
+        '',
+        'Examples:',
+        '  runsync query "SELECT * FROM v_runs_daily_resolution"',
+        '  runsync query --format csv "SELECT * FROM v_tool_stats" > tools.csv',
+        '  runsync query --analytics "SELECT count(*) FROM runs"   # while a worker writes',
+      ].join('\n'),
     )
     .action(async (sqlArg: string, o: QueryOptions) => {
       const sql = sqlArg === '-' ? readFileSync(0, 'utf8') : sqlArg;
       if (!sql.trim()) throw new UsageError('the SQL is empty');
       const dir = warehouseDirFrom(ctx.env);
       if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
-        ctx.err(
-          `runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`,
-        );
+        ctx.err(noWarehouseYet(join(dir, DB_FILE)));
         setExit(EXIT_FAILED);
         return;
       }

@@ -30,9 +30,15 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
       const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty });
       const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
       const r = await rebuildInPlace(dir, { logger }).finally(stop);
-      ctx.out(
-        `rebuilt ${r.file} from ${files} archive file(s): ${r.runs} runs, ${r.childRows} child rows, ${r.catalogListings} catalog listing(s), ${r.toolOptionLists} tool-option list(s), ${r.rejected} payload(s) still refused, in ${(r.durationMs / 1000).toFixed(1)} s`,
-      );
+      const rows = [
+        `${r.runs} runs`,
+        `${r.childRows} child rows`,
+        `${r.catalogListings} catalog listing(s)`,
+        `${r.toolOptionLists} tool-option list(s)`,
+        `${r.rejected} payload(s) still refused`,
+      ];
+      const seconds = (r.durationMs / 1000).toFixed(1);
+      ctx.out(`rebuilt ${r.file} from ${files} archive file(s): ${rows.join(', ')}, in ${seconds} s`);
       if (r.newColumns.length) {
         ctx.out(`filled for all history from the raw archive, new since the last load: ${r.newColumns.join(', ')}`);
       }

@@ -9,7 +9,7 @@ import { openReadSource, type ReadSource } from '../../report/read-source.ts';
 import { shareFile } from '../../util/file-share.ts';
 import { DB_FILE, systemMicros, WarehouseLockedError } from '../../warehouse/index.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
-import { warehouseDirFrom } from './warehouse-dir.ts';
+import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync report`: one self-contained HTML page (inline SVG charts, nothing fetched) of the
 // ready-made views. Reads runsync.duckdb read-only; while a writer holds it past a short wait,
@@ -30,9 +30,7 @@ export function reportCommand(ctx: CliContext, setExit: (code: number) => void):
       const dir = warehouseDirFrom(ctx.env);
       const out = resolve(o.out ?? join(dir, 'report.html'));
       if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
-        ctx.err(
-          `runsync: there is no warehouse at ${join(dir, DB_FILE)} yet; run \`runsync sync\` (or \`runsync demo\`) first`,
-        );
+        ctx.err(noWarehouseYet(join(dir, DB_FILE)));
         setExit(EXIT_FAILED);
         return;
       }

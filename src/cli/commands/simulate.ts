@@ -23,8 +23,9 @@ export function parseFaults(text: string): Partial<FaultConfig> {
     const key = FAULT_NAMES[name ?? ''];
     const rate = Number(value);
     if (!key || value === undefined || !Number.isFinite(rate) || rate < 0 || rate > 1) {
+      const names = Object.keys(FAULT_NAMES).join(', ');
       throw new InvalidArgumentError(
-        `expected name=rate pairs with names ${Object.keys(FAULT_NAMES).join(', ')} and rates from 0 to 1; got "${part}"`,
+        `expected name=rate pairs with names ${names} and rates from 0 to 1; got "${part}"`,
       );
     }
     out[key] = rate;

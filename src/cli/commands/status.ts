@@ -5,7 +5,7 @@ import type { LagStats, StageLags } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/status.ts';
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
-import { systemMicros, WarehouseLockedError, withWarehouse } from '../../warehouse/index.ts';
+import { holderName, systemMicros, WarehouseLockedError, withWarehouse } from '../../warehouse/index.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { listBackfills } from '../../worker/backfill-flow.ts';
 import { openQueueClient, queueReport } from '../../worker/client.ts';
@@ -13,7 +13,7 @@ import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { schemaChangeLines } from './schema-lines.ts';
 import { rateBudgetLines } from './status-budget.ts';
-import { warehouseDirFrom } from './warehouse-dir.ts';
+import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
 // file is opened read-only for a moment, and a writer holding it is named rather than waited on.
@@ -30,7 +30,7 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
       ]);
       if (!existsSync(file)) {
         for (const l of queues) ctx.out(l);
-        ctx.err(`runsync: there is no warehouse at ${file} yet; run \`runsync sync\` (or \`runsync demo\`) first`);
+        ctx.err(noWarehouseYet(file));
         setExit(EXIT_FAILED);
         return;
       }
@@ -39,13 +39,10 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
         report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000 }, (wh) => readStatus(wh));
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
+        const analytics = join(dir, 'analytics.duckdb');
         ctx.out(`warehouse     ${file}`);
-        ctx.out(
-          `              in use by ${e.holderPid !== null ? `process ${e.holderPid}${e.holder ? ` (${e.holder})` : ''}` : 'another process'} for longer than 5 s;`,
-        );
-        ctx.out(
-          `              a load waiting on it keeps its work and retries. ${join(dir, 'analytics.duckdb')} can be read meanwhile.`,
-        );
+        ctx.out(`              in use by ${holderName(e.holderPid, e.holder)} for longer than 5 s;`);
+        ctx.out(`              a load waiting on it keeps its work and retries. ${analytics} can be read meanwhile.`);
         for (const l of queues) ctx.out(l);
         setExit(EXIT_FAILED);
         return;
@@ -119,7 +116,8 @@ function rollingLine(r: RollingState, now: Micros): string {
 
 function passLine(p: PassSummary, now: Micros): string {
   const took = p.finishedAt === null ? 'not finished' : `took ${((p.finishedAt - p.startedAt) / 1e6).toFixed(1)} s`;
-  return `${p.kind} ${p.status}, started ${ago(p.startedAt, now)}, ${took}, ${p.requests ?? 0} requests, ${p.rateLimited ?? 0} × 429, ${p.errors.length} error(s)`;
+  const counts = `${p.requests ?? 0} requests, ${p.rateLimited ?? 0} × 429, ${p.errors.length} error(s)`;
+  return `${p.kind} ${p.status}, started ${ago(p.startedAt, now)}, ${took}, ${counts}`;
 }
 
 export function statusLines(file: string, r: StatusReport, now: Micros): string[] {
@@ -136,13 +134,13 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   const reasons = Object.entries(r.openRuns.byReason)
     .map(([k, v]) => `${k} ${v}`)
     .join(', ');
-  lines.push(
-    `open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${r.openRuns.oldestCreatedAt !== null ? `, oldest created ${ago(r.openRuns.oldestCreatedAt, now)}` : ''}`,
-  );
-  if (r.pending.total)
-    lines.push(
-      `stuck         ${r.pending.total} run detail(s) to fetch again, failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`,
-    );
+  const oldest = r.openRuns.oldestCreatedAt;
+  const oldestOpen = oldest !== null ? `, oldest created ${ago(oldest, now)}` : '';
+  lines.push(`open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${oldestOpen}`);
+  if (r.pending.total) {
+    const failing = `failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`;
+    lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, ${failing}`);
+  }
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
@@ -157,20 +155,21 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
         : w.key === 'runs.reconcile'
           ? 'reconciliation'
           : `backfill ${w.key.slice('backfill.'.length)}`;
-    lines.push(
-      `${w.done ? 'done' : 'in progress'}${' '.repeat(w.done ? 10 : 3)}${what} ${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}: slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched, updated ${ago(w.updatedAt, now)}`,
-    );
+    const state = (w.done ? 'done' : 'in progress').padEnd(14);
+    const span = `${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}`;
+    const progress = `slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched`;
+    lines.push(`${state}${what} ${span}: ${progress}, updated ${ago(w.updatedAt, now)}`);
   }
-  lines.push(
-    `freshness     newest run change ${ago(r.freshness.newestRunUpdatedAt, now)}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}`,
-  );
+  const newest = ago(r.freshness.newestRunUpdatedAt, now);
+  lines.push(`freshness     newest run change ${newest}; last detail fetched ${ago(r.freshness.lastFetchedAt, now)}`);
   for (const [t, at] of Object.entries(r.tableFreshness))
     lines.push(`  ${t.padEnd(18)}up to date as of ${ago(at, now)}`);
   const stale = r.walks.filter((w) => !w.done && now - w.updatedAt > 3600e6);
   for (const w of stale) lines.push(`stuck         ${w.key} has not moved since ${ago(w.updatedAt, now)}`);
-  lines.push(
-    `parquet       ${r.exportPending ? `${r.exportPending} partition(s) or table(s) changed since the last export` : 'up to date with the tables'}`,
-  );
+  const parquet = r.exportPending
+    ? `${r.exportPending} partition(s) or table(s) changed since the last export`
+    : 'up to date with the tables';
+  lines.push(`parquet       ${parquet}`);
   lines.push(
     `rows          ${Object.entries(r.tables)
       .map(([t, c]) => `${t} ${c}`)
@@ -196,23 +195,20 @@ async function queueLines(env: NodeJS.ProcessEnv, dir: string): Promise<string[]
         .map(([k, v]) => `${k} ${v}`)
         .join(', ') || 'empty';
     const lines = [`queues        write: ${depth(q.write)}; fetch: ${depth(q.fetch)}`];
-    for (const s of q.schedules)
-      lines.push(
-        `schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${s.next ? formatTimestamp(s.next * 1000) : 'not planned'}`,
-      );
+    for (const s of q.schedules) {
+      const next = s.next ? formatTimestamp(s.next * 1000) : 'not planned';
+      lines.push(`schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${next}`);
+    }
     if (q.blocked) {
-      const who =
-        q.blocked.holderPid !== null
-          ? `process ${q.blocked.holderPid}${q.blocked.holder ? ` (${q.blocked.holder})` : ''}`
-          : 'another process';
+      const who = holderName(q.blocked.holderPid, q.blocked.holder);
+      const waited = Math.round((Date.now() - q.blocked.since) / 1000);
       lines.push(
-        `blocked       a load (${q.blocked.waiting}) has waited ${Math.round((Date.now() - q.blocked.since) / 1000)} s for the warehouse, held by ${who}`,
+        `blocked       a load (${q.blocked.waiting}) has waited ${waited} s for the warehouse, held by ${who}`,
       );
     }
     for (const b of await listBackfills(client.write, 5)) {
-      lines.push(
-        `queued        backfill ${b.key}: ${b.state}, ${b.done}/${b.total} slices${b.failedReason ? ` (${b.failedReason})` : ''}`,
-      );
+      const why = b.failedReason ? ` (${b.failedReason})` : '';
+      lines.push(`queued        backfill ${b.key}: ${b.state}, ${b.done}/${b.total} slices${why}`);
     }
     return lines;
   } finally {

@@ -296,7 +296,8 @@ LEFT JOIN versions v
 -- a step's or message's time, a catalog version's valid_from, so deletions count) and, where
 -- runsync records it, when it last fetched from the API.
 CREATE OR REPLACE VIEW v_table_freshness AS
-SELECT 'runs' AS table_name, count(*) AS row_count, max(updated_at) AS newest_change_at, max(fetched_at) AS last_fetched_at FROM runs
+SELECT 'runs' AS table_name, count(*) AS row_count, max(updated_at) AS newest_change_at,
+  max(fetched_at) AS last_fetched_at FROM runs
 UNION ALL SELECT 'run_messages', count(*), max(recorded_at), NULL FROM run_messages
 UNION ALL SELECT 'run_steps', count(*), max("timestamp"), NULL FROM run_steps
 UNION ALL SELECT 'run_evaluations', count(*), max(recorded_at), NULL FROM run_evaluations
