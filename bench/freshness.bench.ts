@@ -177,7 +177,8 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       written / Math.max(1, changedRuns * bytesPerRun),
       '',
       '',
-      `${passes} passes, ${(written / passes / 1e6).toFixed(2)} MB a pass, ${changedRuns} runs changed, ${bytesPerRun.toFixed(0)} B a run`,
+      `${passes} passes, ${(written / passes / 1e6).toFixed(2)} MB a pass, ${changedRuns} runs changed, ` +
+        `${bytesPerRun.toFixed(0)} B a run`,
     );
     log(rows.map((r) => `${r.metric}: ${r.value} ${r.note}`).join('\n   '));
     return rows;
@@ -194,8 +195,9 @@ async function parquetBytesPerRun(dir: string): Promise<number> {
   try {
     const db = sqlRunner(await instance.connect());
     const tree = join(dir, 'parquet');
+    const files = quoteLiteral(`${tree}/run*/*/*.parquet`);
     const [r] = await db.all<{ b: bigint }>(
-      `SELECT sum(total_compressed_size)::BIGINT AS b FROM parquet_metadata(${quoteLiteral(`${tree}/run*/*/*.parquet`)})`,
+      `SELECT sum(total_compressed_size)::BIGINT AS b FROM parquet_metadata(${files})`,
     );
     const [n] = await db.all<{ n: bigint }>(
       `SELECT count(*) AS n FROM read_parquet(${quoteLiteral(`${tree}/runs/*/*.parquet`)})`,
