@@ -31,7 +31,11 @@ export function workerCommand(ctx: CliContext, setExit: (code: number) => void):
       const config = loadConfig(ctx.env);
       const settings = workerSettings(ctx.env, config.warehouseDir);
       prepareWarehouseDir(config.warehouseDir, config.share);
-      ensureWritableDir(settings.stagingDir, 'RUNSYNC_STAGING_DIR');
+      if (settings.staging.kind === 'folder')
+        ensureWritableDir(
+          settings.staging.dir,
+          ctx.env.RUNSYNC_STAGING_DIR?.trim() ? 'RUNSYNC_STAGING_DIR' : 'RUNSYNC_STAGING_URL',
+        );
       const logger = configuredLogger(config, { pretty: ctx.isTty });
       let worker: Awaited<ReturnType<typeof startWorker>>;
       try {
