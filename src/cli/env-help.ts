@@ -17,6 +17,12 @@ const SETTINGS: Record<string, string> = {
   RUNSYNC_RATE_RESERVE: "share of the key's budget left to its other users (default 5%)",
   RUNSYNC_ALLOW_HTTP: 'hosts that may be reached over plain http besides this machine',
   RUNSYNC_SHARE_GROUP: 'a group that may read the Parquet tree and analytics.duckdb (default: owner only)',
+  RUNSYNC_PARQUET_URL: 'where the Parquet tree goes: a folder or s3://bucket/prefix (default <warehouse>/parquet)',
+  RUNSYNC_PARQUET_GRACE: 'how long files an export replaced stay in an object store for running queries (default 1h)',
+  RUNSYNC_S3_ENDPOINT: 'an S3-compatible store, e.g. http://127.0.0.1:9000 (default AWS; or AWS_ENDPOINT_URL_S3)',
+  RUNSYNC_S3_REGION: 'the bucket region (default AWS_REGION, else us-east-1)',
+  RUNSYNC_S3_PATH_STYLE: 'path-style addressing, on or off (default on with an endpoint, off for AWS)',
+  RUNSYNC_S3_CREDENTIALS_FILE: 'an AWS-format credentials file, read again when they expire (default: the AWS chain)',
   RUNSYNC_PROGRESS_EVERY: 'how often a progress line is logged during long work (default 10s; off)',
   RUNSYNC_SHUTDOWN_GRACE: 'how long SIGTERM or Ctrl-C may take to stop the process (default 25s)',
   REDIS_URL: "the workers' Redis (redis://host:6379)",
@@ -27,7 +33,8 @@ const SETTINGS: Record<string, string> = {
   RUNSYNC_PASS_AT_START: 'run a pass and a snapshot when the worker starts (default on; off)',
   RUNSYNC_FETCH_CONCURRENCY: 'detail fetch jobs one worker runs at once (default 4)',
   RUNSYNC_FETCH_CHUNK: 'runs per fetch job (default 10)',
-  RUNSYNC_STAGING_DIR: 'where fetchers leave details for the writer (default <warehouse>/staging)',
+  RUNSYNC_STAGING_URL: 'where fetchers leave details: a folder or s3://bucket/prefix (default <warehouse>/staging)',
+  RUNSYNC_STAGING_DIR: 'the older name of RUNSYNC_STAGING_URL, a folder only',
   RUNSYNC_TAKEOVER_AFTER: 'how soon another worker takes up the job of a worker that died (default 60s)',
   LOG_LEVEL: 'log level: fatal, error, warn, info, debug, trace, silent (default info)',
 };
@@ -41,18 +48,21 @@ const PASS = [
   'RUNSYNC_RECONCILE_BUDGET',
 ];
 const WRITE = ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_SHARE_GROUP'];
+const S3 = ['RUNSYNC_S3_ENDPOINT', 'RUNSYNC_S3_REGION', 'RUNSYNC_S3_PATH_STYLE', 'RUNSYNC_S3_CREDENTIALS_FILE'];
+const PARQUET = ['RUNSYNC_PARQUET_URL', 'RUNSYNC_PARQUET_GRACE', ...S3];
 const RUNNING = ['RUNSYNC_PROGRESS_EVERY', 'RUNSYNC_SHUTDOWN_GRACE', 'LOG_LEVEL'];
 
 export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   demo: [...WRITE, ...RUNNING],
-  sync: [...API, ...WRITE, ...PASS, ...RUNNING],
+  sync: [...API, ...WRITE, ...PARQUET, ...PASS, ...RUNNING],
   snapshot: [...API, ...WRITE, ...RUNNING],
-  backfill: [...API, ...WRITE, ...RUNNING, 'REDIS_URL', 'RUNSYNC_QUEUE_PREFIX'],
-  export: [...WRITE, ...RUNNING],
-  rebuild: [...WRITE, ...RUNNING],
+  backfill: [...API, ...WRITE, ...PARQUET, ...RUNNING, 'REDIS_URL', 'RUNSYNC_QUEUE_PREFIX'],
+  export: [...WRITE, ...PARQUET, ...RUNNING],
+  rebuild: [...WRITE, ...PARQUET, ...RUNNING],
   worker: [
     ...API,
     ...WRITE,
+    ...PARQUET,
     ...PASS,
     'REDIS_URL',
     'RUNSYNC_QUEUE_PREFIX',
@@ -62,6 +72,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
     'RUNSYNC_PASS_AT_START',
     'RUNSYNC_FETCH_CONCURRENCY',
     'RUNSYNC_FETCH_CHUNK',
+    'RUNSYNC_STAGING_URL',
     'RUNSYNC_STAGING_DIR',
     'RUNSYNC_TAKEOVER_AFTER',
     ...RUNNING,

@@ -11,7 +11,11 @@ import type { ParquetTree } from './tree.ts';
 // sees the old file or the new one, never part of one. Results name files relative to the
 // warehouse directory (parquet/runs/created_date=…/data.parquet).
 
-export async function openFolderTree(root: string, warehouseDir: string, share: ShareGroup | null): Promise<ParquetTree> {
+export async function openFolderTree(
+  root: string,
+  warehouseDir: string,
+  share: ShareGroup | null,
+): Promise<ParquetTree> {
   await mkdir(root, { recursive: true });
   await shareDir(root, share);
   // An export killed half way leaves its staging folder behind; the warehouse lock makes this
@@ -65,7 +69,7 @@ export async function openFolderTree(root: string, warehouseDir: string, share: 
       await mkdir(join(root, table), { recursive: true });
       await shareDir(join(root, table), share);
     },
-    publish: async () => undefined,
+    publish: async () => null,
     close: () => rm(scratch, { recursive: true, force: true }),
   };
 }

@@ -47,6 +47,10 @@ export interface ExportResult {
   tables: string[];
   analyticsFile: string;
   durationMs: number;
+  /** Where the tree is: its folder, or s3://bucket/prefix. */
+  location: string;
+  /** In an object store, the generation readers of _latest.json now read; null for a folder. */
+  generation: number | null;
 }
 
 export const EXPORT_MEMORY_LIMIT = '192MB';
@@ -139,6 +143,8 @@ async function writeTree(
     tables: flat.map((t) => t.name),
     analyticsFile: '',
     durationMs: 0,
+    location: tree.url,
+    generation: null,
   };
   // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
   // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
@@ -157,7 +163,7 @@ async function writeTree(
       for (const t of runTables) await tree.ensureTable(t.name);
     }
     for (const t of flat) await writeFlat(wh, t, tree, result);
-    await tree.publish();
+    result.generation = await tree.publish();
     await wh.run(`DELETE FROM _sync_export_dirty`);
   } finally {
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);

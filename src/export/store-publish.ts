@@ -5,8 +5,8 @@ import {
   FORMAT,
   generationOf,
   LATEST_KEY,
-  LISTING_KEY,
   type Latest,
+  LISTING_KEY,
   type ManifestFile,
   manifestKey,
   type Retired,
@@ -40,11 +40,12 @@ export interface Publication {
   logger: Logger;
 }
 
-export async function publishGeneration(store: ObjectStore, p: Publication): Promise<void> {
+/** Publishes the changes, if any; returns the generation readers now read. */
+export async function publishGeneration(store: ObjectStore, p: Publication): Promise<number> {
   const changed = [...p.next.entries()].filter(([table, files]) => differs(p.live.get(table), files));
   if (changed.length === 0) {
     await collect(store, p, p.latest, p.live);
-    return;
+    return p.latest?.generation ?? 0;
   }
   const tables = { ...(p.latest?.tables ?? {}) };
   const retired: string[] = [];
@@ -83,6 +84,7 @@ export async function publishGeneration(store: ObjectStore, p: Publication): Pro
   }
   await writeJson(store, LISTING_KEY, { format: FORMAT, generation: p.generation });
   await collect(store, p, latest, new Map([...p.live, ...changed]));
+  return p.generation;
 }
 
 function differs(before: Map<string, ManifestFile> | undefined, after: Map<string, ManifestFile>): boolean {

@@ -9,8 +9,8 @@ import {
   FORMAT,
   generationOf,
   LATEST_KEY,
-  LISTING_KEY,
   type Latest,
+  LISTING_KEY,
   type ManifestFile,
   readJson,
   type TableManifest,
@@ -117,7 +117,7 @@ export async function openStoreTree(store: ObjectStore, o: StoreTreeOptions): Pr
     },
     async publish() {
       await settle();
-      await publishGeneration(store, {
+      return publishGeneration(store, {
         latest,
         generation,
         live,
@@ -137,9 +137,7 @@ export async function openStoreTree(store: ObjectStore, o: StoreTreeOptions): Pr
 
 /** Files, manifests and records of generations never published: an export that died left them. */
 async function removeUnpublished(store: ObjectStore, published: number, logger: Logger): Promise<void> {
-  const stale = (await store.list('_'))
-    .map((o) => o.key)
-    .filter((k) => (generationOf(k) ?? 0) > published);
+  const stale = (await store.list('_')).map((o) => o.key).filter((k) => (generationOf(k) ?? 0) > published);
   if (stale.length === 0) return;
   logger.info({ objects: stale.length }, 'removing what an interrupted export left unpublished');
   await store.delete(stale);
@@ -160,7 +158,9 @@ async function repairListing(store: ObjectStore, latest: Latest | null, live: Ma
   for (const table of tables) {
     const files = live.get(table) ?? new Map<string, ManifestFile>();
     await eachLimit([...files.values()], 8, (f) => store.copy(f.key, `${table}/${f.path}`));
-    const extra = (await store.list(`${table}/`)).map((x) => x.key).filter((k) => !files.has(k.slice(table.length + 1)));
+    const extra = (await store.list(`${table}/`))
+      .map((x) => x.key)
+      .filter((k) => !files.has(k.slice(table.length + 1)));
     await store.delete(extra);
   }
   await writeJson(store, LISTING_KEY, { format: FORMAT, generation: latest.generation });

@@ -30,8 +30,8 @@ export interface ParquetTree {
   removePartition(table: string, part: string): Promise<string>;
   /** Records the table as exported even without files. */
   ensureTable(table: string): Promise<void>;
-  /** Makes every change visible to readers. */
-  publish(): Promise<void>;
+  /** Makes every change visible to readers; an object store's generation they now read (null: a folder). */
+  publish(): Promise<number | null>;
   /** Ends the export, published or not: scratch is removed, connections are left to their owner. */
   close(): Promise<void>;
 }
