@@ -58,8 +58,8 @@ export async function openStoreTree(store: ObjectStore, o: StoreTreeOptions): Pr
   const next = new Map<string, Files>();
   const current = (table: string): Files | undefined => next.get(table) ?? live.get(table);
   const changing = (table: string): Files => {
-    let files = next.get(table);
-    if (!files) next.set(table, (files = new Map(live.get(table) ?? [])));
+    const files = next.get(table) ?? new Map(live.get(table) ?? []);
+    next.set(table, files);
     return files;
   };
   const inFlight = new Set<Promise<void>>();
