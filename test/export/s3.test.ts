@@ -50,7 +50,11 @@ async function latestOf(store: ReturnType<TestS3['store']>): Promise<Latest> {
 
 /** A newer version of the first run: another status, a later updated_at. */
 async function changeOneRun(): Promise<string> {
-  const run = { ...[...world.truthRunDetails()][0], status: 'failed', updated_at: '2099-01-01T00:00:00.000000Z' };
+  const run: Record<string, unknown> = {
+    ...[...world.truthRunDetails()][0],
+    status: 'failed',
+    updated_at: '2099-01-01T00:00:00.000000Z',
+  };
   await loadRunDetails(wh, [run as never]);
   return String(run.created_at).slice(0, 10);
 }
