@@ -67,7 +67,12 @@ describe('storage settings', () => {
     try {
       const file = join(t.dir, 'credentials');
       writeFileSync(file, `[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = ${SECRET}x\n`);
-      const env = { ...base, AWS_SECRET_ACCESS_KEY: SECRET, AWS_SESSION_TOKEN: TOKEN, RUNSYNC_S3_CREDENTIALS_FILE: file };
+      const env = {
+        ...base,
+        AWS_SECRET_ACCESS_KEY: SECRET,
+        AWS_SESSION_TOKEN: TOKEN,
+        RUNSYNC_S3_CREDENTIALS_FILE: file,
+      };
       const c = loadConfig(env);
       expect(c.secrets).toEqual(expect.arrayContaining([SECRET, TOKEN, `${SECRET}x`]));
       expect(JSON.stringify(c)).not.toContain(SECRET);
@@ -79,7 +84,9 @@ describe('storage settings', () => {
 
       writeFileSync(file, `[other]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = ${SECRET}\n`);
       const m = refused(() => loadConfig(env));
-      expect(m).toMatch(/^RUNSYNC_S3_CREDENTIALS_FILE: .* has no aws_access_key_id and aws_secret_access_key under \[default\]$/);
+      expect(m).toMatch(
+        /^RUNSYNC_S3_CREDENTIALS_FILE: .* has no aws_access_key_id and aws_secret_access_key under \[default\]$/,
+      );
       expect(m).not.toContain(SECRET);
     } finally {
       t.cleanup();

@@ -73,10 +73,15 @@ describe('runsync export to a bucket', () => {
     await changeRuns();
 
     let uploads = 0;
-    proxy.fault = (r) => (r.method === 'PUT' && r.path.includes('/_data/00000002/') && ++uploads > 3 ? 'hold' : undefined);
+    proxy.fault = (r) =>
+      r.method === 'PUT' && r.path.includes('/_data/00000002/') && ++uploads > 3 ? 'hold' : undefined;
     const child = spawnCli(['export'], env);
     const done = collect(child, 120_000);
-    await eventually(async () => uploads > 3, 60_000, () => `${uploads} uploads seen`);
+    await eventually(
+      async () => uploads > 3,
+      60_000,
+      () => `${uploads} uploads seen`,
+    );
     child.kill('SIGKILL');
     expect((await done).signal).toBe('SIGKILL');
     expect(await latest(store)).toBe(before);
@@ -108,7 +113,9 @@ describe('runsync export to a bucket', () => {
     const expired = await runCli(['export'], env);
     expect(expired.code).toBe(1);
     const line = expired.stderr.trim().split('\n').at(-1) ?? '';
-    expect(line).toMatch(/^runsync: get s3:\/\/runsync-test\/cli-\d+\/parquet\/_latest\.json: the credentials have expired/);
+    expect(line).toMatch(
+      /^runsync: get s3:\/\/runsync-test\/cli-\d+\/parquet\/_latest\.json: the credentials have expired/,
+    );
     expect(line).toContain('(ExpiredToken, HTTP 400)');
     for (const out of [expired.stdout, expired.stderr, throttled.stdout, throttled.stderr]) {
       expect(out).not.toContain(s3.secret);

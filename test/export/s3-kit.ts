@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { exportTables } from '../../src/export/tables.ts';
 import type { Latest, TableManifest } from '../../src/export/manifest.ts';
+import { exportTables } from '../../src/export/tables.ts';
 import { CATALOG_TABLES, RESOURCES } from '../../src/resources/registry.ts';
 import type { SimWorld } from '../../src/simulator/world.ts';
 import type { ObjectStore } from '../../src/storage/types.ts';

@@ -84,7 +84,9 @@ describe('parquet export to an object store', () => {
       await q.run(`CREATE OR REPLACE MACRO runsync_parquet_root() AS '${join(tmp.dir, 'listed')}'`);
       const daily = `SELECT day::VARCHAR AS day, runs, resolved FROM v_runs_daily_resolution ORDER BY day`;
       expect(await q.all(daily)).toEqual(await wh.all(daily));
-      expect(await q.all(`SELECT count(*) AS n FROM run_steps`)).toEqual(await wh.all(`SELECT count(*) AS n FROM run_steps`));
+      expect(await q.all(`SELECT count(*) AS n FROM run_steps`)).toEqual(
+        await wh.all(`SELECT count(*) AS n FROM run_steps`),
+      );
     } finally {
       conn.closeSync();
       db.closeSync();
@@ -138,7 +140,9 @@ describe('parquet export to an object store', () => {
     const before = (await store.get('_latest.json'))?.toString('utf8');
     await readPublished(store, join(tmp.dir, 'before'));
     await changeOneRun();
-    await loadRunDetails(wh, [{ ...[...world.truthRunDetails()][5], status: 'failed', updated_at: '2099-01-02T00:00:00Z' } as never]);
+    await loadRunDetails(wh, [
+      { ...[...world.truthRunDetails()][5], status: 'failed', updated_at: '2099-01-02T00:00:00Z' } as never,
+    ]);
     let uploads = 0;
     proxy.fault = (r) =>
       r.method === 'PUT' && r.path.includes('/_data/00000002/') && ++uploads > 2
@@ -146,7 +150,9 @@ describe('parquet export to an object store', () => {
         : undefined;
     const e = await exportParquet(wh, { target }).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(AccessDeniedError);
-    expect((e as Error).message).toMatch(/^put s3:\/\/runsync-test\/three\/parquet\/_data\/00000002\/.* \(AccessDenied, HTTP 403\)$/);
+    expect((e as Error).message).toMatch(
+      /^put s3:\/\/runsync-test\/three\/parquet\/_data\/00000002\/.* \(AccessDenied, HTTP 403\)$/,
+    );
     expect((await store.get('_latest.json'))?.toString('utf8')).toBe(before);
     await readPublished(store, join(tmp.dir, 'after'));
     const same = await wh.all<{ n: bigint }>(

@@ -11,8 +11,8 @@ import {
 } from '../../src/storage/errors.ts';
 import { LocalStore } from '../../src/storage/local.ts';
 import { S3Store } from '../../src/storage/s3.ts';
-import { tempDir } from '../warehouse/wh-kit.ts';
 import { BUCKET, type FaultProxy, faultProxy, startS3, type TestS3 } from '../support/s3.ts';
+import { tempDir } from '../warehouse/wh-kit.ts';
 
 // The object store against a real S3-compatible server through the official SDK: what it writes
 // reads back the same, large files go up in parts, throttling is waited out, and credentials the
@@ -97,7 +97,9 @@ describe('S3 store', () => {
       const e = await store.put('x', Buffer.from('x')).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(CredentialsRefusedError);
       expect(retryAction(e)).toBe('fatal');
-      expect((e as Error).message).toMatch(/does not accept the credentials \(RUNSYNC_S3_CREDENTIALS_FILE.*InvalidAccessKeyId/);
+      expect((e as Error).message).toMatch(
+        /does not accept the credentials \(RUNSYNC_S3_CREDENTIALS_FILE.*InvalidAccessKeyId/,
+      );
       expect((e as Error).message).not.toContain('NOBODY');
       expect(proxy.seen.length - before).toBe(1);
     } finally {

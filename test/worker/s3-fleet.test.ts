@@ -71,7 +71,14 @@ describe('runsync worker, staging and Parquet in a bucket', () => {
   it('sync exactly with a worker killed mid-fetch, and keep every secret out of logs, Redis and files', {
     timeout: 420_000,
   }, async () => {
-    sim = await startSimProcess({ seed: 73, size: 240, days: 6, now: systemMicros() - MICROS_PER_HOUR, limit: 40, postSettle: 0 });
+    sim = await startSimProcess({
+      seed: 73,
+      size: 240,
+      days: 6,
+      now: systemMicros() - MICROS_PER_HOUR,
+      limit: 40,
+      postSettle: 0,
+    });
     s3 = await startS3();
     proxy = await faultProxy(s3.endpoint);
     tmp = tempDir();
@@ -149,12 +156,13 @@ describe('runsync worker, staging and Parquet in a bucket', () => {
     const left = new Set((await store.list('staging/')).map((o) => o.key));
     expect(later.filter((k) => left.has(k))).toEqual([]);
 
-
     const everywhere = [
       ...outputs,
       await redisText(prefix),
       ...filesUnder(dir).map((f) => readFileSync(f).toString('latin1')),
-      ...(await Promise.all((await store.list('')).map(async (o) => (await store.get(o.key))?.toString('latin1') ?? ''))),
+      ...(await Promise.all(
+        (await store.list('')).map(async (o) => (await store.get(o.key))?.toString('latin1') ?? ''),
+      )),
     ];
     expect(outputs.join('').length).toBeGreaterThan(1000);
     for (const text of everywhere) {
