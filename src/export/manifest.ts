@@ -21,6 +21,8 @@ export interface ManifestFile {
   key: string;
   bytes: number;
   rows: number;
+  /** The hive partition the file belongs to ({created_date: '2026-03-01'}), for readers of the manifest. */
+  partition: Record<string, string>;
 }
 
 export interface TableManifest {

@@ -88,7 +88,13 @@ export async function openStoreTree(store: ObjectStore, o: StoreTreeOptions): Pr
       if (failure !== null) throw failure;
       const key = dataKey(generation, table, path);
       const bytes = (await stat(file)).size;
-      changing(table).set(path, { path, key, bytes, rows });
+      const partition = Object.fromEntries(
+        path
+          .split('/')
+          .slice(0, -1)
+          .map((p) => p.split('=', 2) as [string, string]),
+      );
+      changing(table).set(path, { path, key, bytes, rows, partition });
       // COPY writes the next file while this one goes up.
       const upload = store
         .put(key, { file })

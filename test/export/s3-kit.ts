@@ -31,7 +31,7 @@ async function json<T>(store: ObjectStore, key: string): Promise<T> {
   return JSON.parse(bytes.toString('utf8')) as T;
 }
 
-async function download(store: ObjectStore, key: string, file: string): Promise<void> {
+export async function readObject(store: ObjectStore, key: string, file: string): Promise<void> {
   const bytes = await store.get(key);
   if (bytes === null) throw new Error(`${key} is missing`);
   mkdirSync(dirname(file), { recursive: true });
@@ -43,7 +43,7 @@ export async function readPublished(store: ObjectStore, dest: string): Promise<L
   const latest = await json<Latest>(store, '_latest.json');
   for (const [table, t] of Object.entries(latest.tables)) {
     const m = await json<TableManifest>(store, t.manifest);
-    for (const f of m.files) await download(store, f.key, join(dest, table, f.path));
+    for (const f of m.files) await readObject(store, f.key, join(dest, table, f.path));
   }
   return latest;
 }
@@ -51,7 +51,7 @@ export async function readPublished(store: ObjectStore, dest: string): Promise<L
 /** Every file of the tables' own folders, as a reader listing them finds them. */
 export async function readListing(store: ObjectStore, dest: string): Promise<string[]> {
   const keys = (await store.list('')).map((o) => o.key).filter((k) => !k.startsWith('_'));
-  for (const k of keys) await download(store, k, join(dest, k));
+  for (const k of keys) await readObject(store, k, join(dest, k));
   return keys;
 }
 
