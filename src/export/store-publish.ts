@@ -113,3 +113,39 @@ async function collect(
     p.logger.info({ generation: g, objects: r.keys.length }, 'parquet: files past their grace period deleted');
   }
 }
+
+/** Files, manifests and records of generations never published: an export that died left them. */
+export async function removeUnpublished(store: ObjectStore, published: number, logger: Logger): Promise<void> {
+  const stale = (await store.list('_')).map((o) => o.key).filter((k) => (generationOf(k) ?? 0) > published);
+  if (stale.length === 0) return;
+  logger.info({ objects: stale.length }, 'removing what an interrupted export left unpublished');
+  await store.delete(stale);
+}
+
+/**
+ * The tables' own folders mirror the published generation once publishing ends; an export that
+ * died between the swap and the end of the mirroring left some behind, copied again here.
+ */
+export async function repairListing(
+  store: ObjectStore,
+  latest: Latest | null,
+  live: ReadonlyMap<string, Map<string, ManifestFile>>,
+  logger: Logger,
+): Promise<void> {
+  if (latest === null) return;
+  const mirrored = (await readJson<{ generation: number }>(store, LISTING_KEY))?.generation ?? 0;
+  if (mirrored >= latest.generation) return;
+  const tables = Object.entries(latest.tables)
+    .filter(([, t]) => (generationOf(t.manifest) ?? 0) > mirrored)
+    .map(([name]) => name);
+  logger.info({ tables, generation: latest.generation }, 'finishing the mirror of an interrupted publication');
+  for (const table of tables) {
+    const files = live.get(table) ?? new Map<string, ManifestFile>();
+    await eachLimit([...files.values()], 8, (f) => store.copy(f.key, `${table}/${f.path}`));
+    const extra = (await store.list(`${table}/`))
+      .map((x) => x.key)
+      .filter((k) => !files.has(k.slice(table.length + 1)));
+    await store.delete(extra);
+  }
+  await writeJson(store, LISTING_KEY, { format: FORMAT, generation: latest.generation });
+}

@@ -3,20 +3,8 @@ import { mkdir, readdir, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ObjectStore } from '../storage/types.ts';
 import type { Logger } from '../util/logger.ts';
-import {
-  dataKey,
-  eachLimit,
-  FORMAT,
-  generationOf,
-  LATEST_KEY,
-  type Latest,
-  LISTING_KEY,
-  type ManifestFile,
-  readJson,
-  type TableManifest,
-  writeJson,
-} from './manifest.ts';
-import { publishGeneration } from './store-publish.ts';
+import { dataKey, LATEST_KEY, type Latest, type ManifestFile, readJson, type TableManifest } from './manifest.ts';
+import { publishGeneration, removeUnpublished, repairListing } from './store-publish.ts';
 import type { ParquetTree } from './tree.ts';
 
 // The Parquet tree in an object store, which has no rename. An export uploads its files under
@@ -139,35 +127,4 @@ export async function openStoreTree(store: ObjectStore, o: StoreTreeOptions): Pr
       await rm(scratch, { recursive: true, force: true });
     },
   };
-}
-
-/** Files, manifests and records of generations never published: an export that died left them. */
-async function removeUnpublished(store: ObjectStore, published: number, logger: Logger): Promise<void> {
-  const stale = (await store.list('_')).map((o) => o.key).filter((k) => (generationOf(k) ?? 0) > published);
-  if (stale.length === 0) return;
-  logger.info({ objects: stale.length }, 'removing what an interrupted export left unpublished');
-  await store.delete(stale);
-}
-
-/**
- * The tables' own folders mirror the published generation once publishing ends; an export that
- * died between the swap and the end of the mirroring left some behind, copied again here.
- */
-async function repairListing(store: ObjectStore, latest: Latest | null, live: Map<string, Files>, logger: Logger) {
-  if (latest === null) return;
-  const mirrored = (await readJson<{ generation: number }>(store, LISTING_KEY))?.generation ?? 0;
-  if (mirrored >= latest.generation) return;
-  const tables = Object.entries(latest.tables)
-    .filter(([, t]) => (generationOf(t.manifest) ?? 0) > mirrored)
-    .map(([name]) => name);
-  logger.info({ tables, generation: latest.generation }, 'finishing the mirror of an interrupted publication');
-  for (const table of tables) {
-    const files = live.get(table) ?? new Map<string, ManifestFile>();
-    await eachLimit([...files.values()], 8, (f) => store.copy(f.key, `${table}/${f.path}`));
-    const extra = (await store.list(`${table}/`))
-      .map((x) => x.key)
-      .filter((k) => !files.has(k.slice(table.length + 1)));
-    await store.delete(extra);
-  }
-  await writeJson(store, LISTING_KEY, { format: FORMAT, generation: latest.generation });
 }

@@ -1,9 +1,9 @@
 import { join } from 'node:path';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { openWarehouse, withWarehouse } from '../../src/warehouse/open.ts';
 import { collect, runCli, spawnCli } from '../support/cli.ts';
-import { BUCKET, type FaultProxy, faultProxy, startS3, type TestS3 } from '../support/s3.ts';
+import { BUCKET, type TestS3, useS3 } from '../support/s3.ts';
 import { simWorld, tempDir } from '../warehouse/wh-kit.ts';
 import { eventually } from '../worker/kit.ts';
 import { differences, loadWorld, readPublished } from './s3-kit.ts';
@@ -13,20 +13,11 @@ import { differences, loadWorld, readPublished } from './s3-kit.ts';
 // expired, what readers of the bucket see stays whole.
 
 const world = simWorld(53, 100, 4);
-let s3: TestS3;
-let proxy: FaultProxy;
+const held = useS3();
 let tmp: ReturnType<typeof tempDir>;
 let env: Record<string, string>;
 let prefix = 0;
 
-beforeAll(async () => {
-  s3 = await startS3();
-  proxy = await faultProxy(s3.endpoint);
-});
-afterAll(async () => {
-  await proxy.close();
-  await s3.close();
-});
 beforeEach(async () => {
   tmp = tempDir();
   await withWarehouse(join(tmp.dir, 'w'), {}, (wh) => loadWorld(wh, world));
@@ -35,11 +26,10 @@ beforeEach(async () => {
     RUNSYNC_WAREHOUSE_DIR: join(tmp.dir, 'w'),
     RUNSYNC_PARQUET_URL: `s3://${BUCKET}/cli-${prefix}/parquet`,
     LOG_LEVEL: 'warn',
-    ...s3.env(proxy.url),
+    ...held.s3.env(held.proxy.url),
   };
 });
 afterEach(() => {
-  proxy.fault = () => undefined;
   tmp.cleanup();
 });
 
@@ -64,7 +54,7 @@ async function publishedDiffers(store: ReturnType<TestS3['store']>, dest: string
 
 describe('runsync export to a bucket', () => {
   it('killed in the middle of its uploads, leaves the previous generation readable; the next export publishes', async () => {
-    const store = s3.store(`cli-${prefix}/parquet`);
+    const store = held.s3.store(`cli-${prefix}/parquet`);
     const first = await runCli(['export'], env);
     expect(first.stderr).toBe('');
     expect(first.code).toBe(0);
@@ -73,7 +63,7 @@ describe('runsync export to a bucket', () => {
     await changeRuns();
 
     let uploads = 0;
-    proxy.fault = (r) =>
+    held.proxy.fault = (r) =>
       r.method === 'PUT' && r.path.includes('/_data/00000002/') && ++uploads > 3 ? 'hold' : undefined;
     const child = spawnCli(['export'], env);
     const done = collect(child, 120_000);
@@ -90,7 +80,7 @@ describe('runsync export to a bucket', () => {
     const old = await publishedDiffers(store, join(tmp.dir, 'old'));
     expect(Object.keys(old)).toEqual(['runs']);
 
-    proxy.fault = () => undefined;
+    held.proxy.fault = () => undefined;
     const again = await runCli(['export'], env);
     expect(again.code).toBe(0);
     expect(again.stdout).toContain('published generation 2');
@@ -98,9 +88,9 @@ describe('runsync export to a bucket', () => {
   });
 
   it('waits out throttling; an expired session stops it with one clear line and leaves the bucket as it was', async () => {
-    const store = s3.store(`cli-${prefix}/parquet`);
+    const store = held.s3.store(`cli-${prefix}/parquet`);
     let n = 0;
-    proxy.fault = () => (++n % 3 === 0 ? { status: 503, code: 'SlowDown' } : undefined);
+    held.proxy.fault = () => (++n % 3 === 0 ? { status: 503, code: 'SlowDown' } : undefined);
     const throttled = await runCli(['export'], env);
     expect(throttled.code).toBe(0);
     expect(throttled.stderr).toContain('object store: trying again');
@@ -109,7 +99,7 @@ describe('runsync export to a bucket', () => {
 
     const before = await latest(store);
     await changeRuns();
-    proxy.fault = (r) => (r.token === s3.token ? { status: 400, code: 'ExpiredToken' } : undefined);
+    held.proxy.fault = (r) => (r.token === held.s3.token ? { status: 400, code: 'ExpiredToken' } : undefined);
     const expired = await runCli(['export'], env);
     expect(expired.code).toBe(1);
     const line = expired.stderr.trim().split('\n').at(-1) ?? '';
@@ -118,8 +108,8 @@ describe('runsync export to a bucket', () => {
     );
     expect(line).toContain('(ExpiredToken, HTTP 400)');
     for (const out of [expired.stdout, expired.stderr, throttled.stdout, throttled.stderr]) {
-      expect(out).not.toContain(s3.secret);
-      expect(out).not.toContain(s3.token);
+      expect(out).not.toContain(held.s3.secret);
+      expect(out).not.toContain(held.s3.token);
     }
     expect(await latest(store)).toBe(before);
   });

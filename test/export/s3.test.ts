@@ -1,7 +1,7 @@
 import { copyFileSync, existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
-import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { Latest } from '../../src/export/manifest.ts';
 import { exportParquet } from '../../src/export/parquet.ts';
 import { AccessDeniedError } from '../../src/storage/errors.ts';
@@ -9,7 +9,7 @@ import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { openWarehouse } from '../../src/warehouse/open.ts';
 import { sqlRunner } from '../../src/warehouse/sql.ts';
 import type { Warehouse } from '../../src/warehouse/types.ts';
-import { BUCKET, type FaultProxy, faultProxy, startS3, type TestS3 } from '../support/s3.ts';
+import { BUCKET, type TestS3, useS3 } from '../support/s3.ts';
 import { simWorld, tempDir } from '../warehouse/wh-kit.ts';
 import { differences, loadWorld, readListing, readObject, readPublished } from './s3-kit.ts';
 
@@ -19,27 +19,17 @@ import { differences, loadWorld, readListing, readObject, readPublished } from '
 
 const GRACE_MS = 60_000;
 const world = simWorld(52, 120, 5);
-let s3: TestS3;
-let proxy: FaultProxy;
+const held = useS3();
 let tmp: ReturnType<typeof tempDir>;
 let wh: Warehouse;
 let now = 1_772_323_200_000_000;
 
-beforeAll(async () => {
-  s3 = await startS3();
-  proxy = await faultProxy(s3.endpoint);
-});
-afterAll(async () => {
-  await proxy.close();
-  await s3.close();
-});
 beforeEach(async () => {
   tmp = tempDir();
   wh = await openWarehouse(join(tmp.dir, 'w'), { now: () => (now += 1_000) });
   await loadWorld(wh, world);
 });
 afterEach(async () => {
-  proxy.fault = () => undefined;
   await wh.close();
   tmp.cleanup();
 });
@@ -61,7 +51,7 @@ async function changeOneRun(): Promise<string> {
 
 describe('parquet export to an object store', () => {
   it('reads back from the bucket as the tables, through _latest.json and by listing, and from analytics.duckdb', async () => {
-    const store = s3.store('one/parquet');
+    const store = held.s3.store('one/parquet');
     const r = await exportParquet(wh, { target: { store, graceMs: GRACE_MS } });
     expect(r.generation).toBe(1);
     expect(r.location).toBe(`s3://${BUCKET}/one/parquet`);
@@ -109,7 +99,7 @@ describe('parquet export to an object store', () => {
   });
 
   it('swaps in a new generation, keeps replaced files for the grace period, and shows a lister each run once', async () => {
-    const store = s3.store('two/parquet');
+    const store = held.s3.store('two/parquet');
     const target = { store, graceMs: GRACE_MS };
     await exportParquet(wh, { target });
     const first = await latestOf(store);
@@ -149,7 +139,10 @@ describe('parquet export to an object store', () => {
   });
 
   it('an export whose upload is refused half way leaves the published generation as it was', async () => {
-    const store = s3.store('three/parquet', { endpoint: proxy.url, retry: { attempts: 3, baseMs: 5, maxMs: 10 } });
+    const store = held.s3.store('three/parquet', {
+      endpoint: held.proxy.url,
+      retry: { attempts: 3, baseMs: 5, maxMs: 10 },
+    });
     const target = { store, graceMs: GRACE_MS };
     await exportParquet(wh, { target });
     const before = (await store.get('_latest.json'))?.toString('utf8');
@@ -159,7 +152,7 @@ describe('parquet export to an object store', () => {
       { ...[...world.truthRunDetails()][5], status: 'failed', updated_at: '2099-01-02T00:00:00Z' } as never,
     ]);
     let uploads = 0;
-    proxy.fault = (r) =>
+    held.proxy.fault = (r) =>
       r.method === 'PUT' && r.path.includes('/_data/00000002/') && ++uploads > 2
         ? { status: 403, code: 'AccessDenied' }
         : undefined;
@@ -177,7 +170,7 @@ describe('parquet export to an object store', () => {
     expect(same).toEqual([{ n: 0n }]);
     expect((await store.list('_data/00000002/')).length).toBeGreaterThan(0);
 
-    proxy.fault = () => undefined;
+    held.proxy.fault = () => undefined;
     expect((await exportParquet(wh, { target })).generation).toBe(2);
     await readPublished(store, join(tmp.dir, 'published'));
     expect(await differences(wh, join(tmp.dir, 'published'))).toEqual({});

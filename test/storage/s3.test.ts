@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import {
   CredentialsExpiredError,
   CredentialsRefusedError,
@@ -11,34 +11,24 @@ import {
 } from '../../src/storage/errors.ts';
 import { LocalStore } from '../../src/storage/local.ts';
 import { S3Store } from '../../src/storage/s3.ts';
-import { BUCKET, type FaultProxy, faultProxy, startS3, type TestS3 } from '../support/s3.ts';
+import { BUCKET, useS3 } from '../support/s3.ts';
 import { tempDir } from '../warehouse/wh-kit.ts';
 
 // The object store against a real S3-compatible server through the official SDK: what it writes
 // reads back the same, large files go up in parts, throttling is waited out, and credentials the
 // store refuses or that expired are told apart, retried only when new ones can be read.
 
-let s3: TestS3;
-let proxy: FaultProxy;
+const held = useS3();
 const FAST = { attempts: 5, baseMs: 5, maxMs: 20 };
 
-beforeAll(async () => {
-  s3 = await startS3();
-  proxy = await faultProxy(s3.endpoint);
-});
-afterAll(async () => {
-  await proxy.close();
-  await s3.close();
-});
-
 function viaProxy(prefix: string, o: Partial<ConstructorParameters<typeof S3Store>[0]> = {}): S3Store {
-  return s3.store(prefix, { endpoint: proxy.url, retry: FAST, ...o });
+  return held.s3.store(prefix, { endpoint: held.proxy.url, retry: FAST, ...o });
 }
 
 describe('S3 store', () => {
   it('writes, lists, copies and deletes under its prefix, and sends a large file in parts', async () => {
     const store = viaProxy('basics/p');
-    const other = s3.store('basics/other');
+    const other = held.s3.store('basics/other');
     await other.put('keep.txt', Buffer.from('not mine'));
     await store.put('runs/created_date=2026-01-01/data.parquet', Buffer.from('one'));
     await store.copy('runs/created_date=2026-01-01/data.parquet', '_data/1/runs/created_date=2026-01-01/data.parquet');
@@ -54,10 +44,10 @@ describe('S3 store', () => {
       const big = join(t.dir, 'big');
       const bytes = randomBytes(11 * 2 ** 20);
       writeFileSync(big, bytes);
-      const before = proxy.seen.length;
+      const before = held.proxy.seen.length;
       const parts = viaProxy('basics/p', { partSize: 5 * 2 ** 20 });
       await parts.put('big.bin', { file: big });
-      const sent = proxy.seen.slice(before);
+      const sent = held.proxy.seen.slice(before);
       expect(sent.filter((r) => r.method === 'PUT' && /partNumber=/.test(r.path))).toHaveLength(3);
       expect((await store.get('big.bin'))?.equals(bytes)).toBe(true);
     } finally {
@@ -72,14 +62,14 @@ describe('S3 store', () => {
   it('waits out throttling (503 SlowDown) and says so clearly when it does not end', async () => {
     const store = viaProxy('throttle');
     let refused = 0;
-    proxy.fault = (r) => (r.method === 'PUT' && refused++ < 3 ? { status: 503, code: 'SlowDown' } : undefined);
+    held.proxy.fault = (r) => (r.method === 'PUT' && refused++ < 3 ? { status: 503, code: 'SlowDown' } : undefined);
     await store.put('a.txt', Buffer.from('after three refusals'));
     expect(refused).toBe(4);
     expect((await store.get('a.txt'))?.toString()).toBe('after three refusals');
 
-    proxy.fault = () => ({ status: 503, code: 'SlowDown' });
+    held.proxy.fault = () => ({ status: 503, code: 'SlowDown' });
     const e = await store.get('a.txt').catch((x: unknown) => x);
-    proxy.fault = () => undefined;
+    held.proxy.fault = () => undefined;
     expect(e).toBeInstanceOf(ThrottledError);
     expect(retryAction(e)).toBe('backoff');
     expect((e as Error).message).toBe(
@@ -93,7 +83,7 @@ describe('S3 store', () => {
       const file = join(t.dir, 'credentials');
       writeFileSync(file, '[default]\naws_access_key_id = NOBODY\naws_secret_access_key = whatever-secret-1\n');
       const store = viaProxy('refused', { credentialsFile: file });
-      const before = proxy.seen.length;
+      const before = held.proxy.seen.length;
       const e = await store.put('x', Buffer.from('x')).catch((x: unknown) => x);
       expect(e).toBeInstanceOf(CredentialsRefusedError);
       expect(retryAction(e)).toBe('fatal');
@@ -101,7 +91,7 @@ describe('S3 store', () => {
         /does not accept the credentials \(RUNSYNC_S3_CREDENTIALS_FILE.*InvalidAccessKeyId/,
       );
       expect((e as Error).message).not.toContain('NOBODY');
-      expect(proxy.seen.length - before).toBe(1);
+      expect(held.proxy.seen.length - before).toBe(1);
     } finally {
       t.cleanup();
     }
@@ -115,16 +105,17 @@ describe('S3 store', () => {
     const old = `old-${randomBytes(6).toString('hex')}`;
     const fresh = `fresh-${randomBytes(6).toString('hex')}`;
     const expired = new Set<string>();
-    proxy.fault = (r) => (r.token !== null && expired.has(r.token) ? { status: 400, code: 'ExpiredToken' } : undefined);
+    held.proxy.fault = (r) =>
+      r.token !== null && expired.has(r.token) ? { status: 400, code: 'ExpiredToken' } : undefined;
     try {
-      s3.writeCredentials(old);
+      held.s3.writeCredentials(old);
       const store = viaProxy('expiry');
       await store.put('first', Buffer.from('1'));
       // The session ends, and an agent has written the next one into the file.
       expired.add(old);
-      s3.writeCredentials(fresh);
+      held.s3.writeCredentials(fresh);
       await store.put('second', Buffer.from('2'));
-      expect(proxy.seen.filter((r) => r.token === old).map((r) => r.status)).toEqual([200, 400]);
+      expect(held.proxy.seen.filter((r) => r.token === old).map((r) => r.status)).toEqual([200, 400]);
       expect((await store.list('')).map((o) => o.key)).toEqual(['first', 'second']);
 
       // Nobody renewed it: read again, refused again, reported.
@@ -134,10 +125,10 @@ describe('S3 store', () => {
       expect(retryAction(e)).toBe('refresh-credentials');
       expect((e as Error).message).toMatch(/the credentials have expired; give new ones .*\(ExpiredToken, HTTP 400\)$/);
       expect((e as Error).message).not.toContain(fresh);
-      expect(proxy.seen.filter((r) => r.token === fresh).map((r) => r.status)).toEqual([200, 200, 400, 400]);
+      expect(held.proxy.seen.filter((r) => r.token === fresh).map((r) => r.status)).toEqual([200, 200, 400, 400]);
     } finally {
-      s3.writeCredentials(s3.token);
-      proxy.fault = () => undefined;
+      held.s3.writeCredentials(held.s3.token);
+      held.proxy.fault = () => undefined;
     }
   });
 
@@ -165,10 +156,10 @@ function storeOptions() {
   return {
     bucket: BUCKET,
     prefix: '',
-    endpoint: s3.endpoint,
+    endpoint: held.s3.endpoint,
     region: 'us-east-1',
     pathStyle: true,
-    credentialsFile: s3.credentialsFile,
+    credentialsFile: held.s3.credentialsFile,
     profile: 'default',
     retry: FAST,
   };

@@ -5,6 +5,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import S3rver from 's3rver';
+import { afterAll, afterEach, beforeAll } from 'vitest';
 import { S3Store, type S3StoreOptions } from '../../src/storage/s3.ts';
 
 // A real S3-compatible server for the tests (s3rver, on this machine, its objects in a temp
@@ -155,4 +156,22 @@ export async function faultProxy(target: string): Promise<FaultProxy> {
       server.close(() => r());
     });
   return proxy;
+}
+
+/** The server and a proxy in front of it for a test file: started before its tests, closed after;
+ * every test starts with the proxy passing everything. */
+export function useS3(): { s3: TestS3; proxy: FaultProxy } {
+  const held = {} as { s3: TestS3; proxy: FaultProxy };
+  beforeAll(async () => {
+    held.s3 = await startS3();
+    held.proxy = await faultProxy(held.s3.endpoint);
+  });
+  afterEach(() => {
+    if (held.proxy) held.proxy.fault = () => undefined;
+  });
+  afterAll(async () => {
+    await held.proxy?.close();
+    await held.s3?.close();
+  });
+  return held;
 }

@@ -1,22 +1,22 @@
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { differences, readPublished } from '../export/s3-kit.ts';
-import { BUCKET, type FaultProxy, faultProxy, startS3, type TestS3 } from '../support/s3.ts';
-import { diffCatalog, diffFacts, tempDir, truth } from '../sync/kit.ts';
+import { BUCKET, faultProxy, startS3 } from '../support/s3.ts';
+import { diffFacts, tempDir } from '../sync/kit.ts';
 import {
-  cleanRedis,
   eventually,
+  killAndReplace,
   REDIS_URL,
-  type RunningWorker,
-  type SimProcess,
   spawnWorker,
   startSimProcess,
   stopWorker,
   uniquePrefix,
+  untilExact,
+  useFleet,
   workerEnv,
 } from './kit.ts';
 
@@ -53,36 +53,25 @@ async function redisText(prefix: string): Promise<string> {
 }
 
 describe('runsync worker, staging and Parquet in a bucket', () => {
-  let sim: SimProcess | null = null;
-  let s3: TestS3 | null = null;
-  let proxy: FaultProxy | null = null;
-  let tmp: ReturnType<typeof tempDir> | null = null;
-  let prefix = '';
-  const workers: RunningWorker[] = [];
-  afterEach(async () => {
-    await Promise.all(workers.splice(0).map((w) => stopWorker(w)));
-    await sim?.close();
-    await proxy?.close();
-    await s3?.close();
-    tmp?.cleanup();
-    await cleanRedis(prefix);
-  });
+  const fleet = useFleet();
 
   it('sync exactly with a worker killed mid-fetch, and keep every secret out of logs, Redis and files', {
     timeout: 420_000,
   }, async () => {
-    sim = await startSimProcess({
-      seed: 73,
-      size: 240,
-      days: 6,
-      now: systemMicros() - MICROS_PER_HOUR,
-      limit: 40,
-      postSettle: 0,
-    });
-    s3 = await startS3();
-    proxy = await faultProxy(s3.endpoint);
-    tmp = tempDir();
-    prefix = uniquePrefix();
+    const now = systemMicros() - MICROS_PER_HOUR;
+    const sim = await startSimProcess({ seed: 73, size: 240, days: 6, now, limit: 40, postSettle: 0 });
+    fleet.sim = sim;
+    const s3 = await startS3();
+    const proxy = await faultProxy(s3.endpoint);
+    const tmp = tempDir();
+    fleet.also.push(
+      () => proxy.close(),
+      () => s3.close(),
+      () => tmp.cleanup(),
+    );
+    const prefix = uniquePrefix();
+    fleet.prefix = prefix;
+    const workers = fleet.workers;
     const env = workerEnv(sim, tmp.dir, prefix, {
       ...s3.env(proxy.url),
       RUNSYNC_STAGING_URL: `s3://${BUCKET}/${prefix}/staging`,
@@ -92,7 +81,7 @@ describe('runsync worker, staging and Parquet in a bucket', () => {
     });
     const s = sim;
     const dir = tmp.dir;
-    const staged = () => (proxy as FaultProxy).seen.filter((r) => r.method === 'PUT' && r.path.includes('/staging/'));
+    const staged = () => proxy.seen.filter((r) => r.method === 'PUT' && r.path.includes('/staging/'));
     workers.push(spawnWorker(env), spawnWorker(env));
 
     // Kill a worker while fetch jobs are in flight, then start another in its place.
@@ -102,32 +91,17 @@ describe('runsync worker, staging and Parquet in a bucket', () => {
       120_000,
       async () => `${await details()} answered, ${staged().length} staged`,
     );
-    const victim = workers.shift() as RunningWorker;
-    victim.child.kill('SIGKILL');
-    expect((await victim.exited).signal).toBe('SIGKILL');
-    workers.push(spawnWorker(env));
-
-    let want = truth(s, s.clock.now());
-    await eventually(
-      async () => (await diffFacts(want, dir)).length === 0 && (await diffCatalog(s, dir)).length === 0,
-      240_000,
-      async () =>
-        `${(await diffFacts(want, dir)).length} runs differ; ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
-    );
+    const victim = await killAndReplace(workers, env);
+    await untilExact(s, dir, workers, 240_000);
     // The clock moves: runs arrive and settle, and the next passes fetch them through the bucket.
     const before = staged().length;
     await s.advance('20m');
-    want = truth(s, s.clock.now());
-    await eventually(
-      async () => (await diffFacts(want, dir)).length === 0,
-      120_000,
-      async () => `${(await diffFacts(want, dir)).length} runs differ`,
-    );
+    const want = await untilExact(s, dir, workers, 120_000);
     // The passes' exports catch up: the bucket's published Parquet is the warehouse.
     let round = 0;
     const publishedDiffers = async () => {
       const into = join(dir, `published-${++round}`);
-      await readPublished(s3?.store(`${prefix}/parquet`) as ReturnType<TestS3['store']>, into);
+      await readPublished(s3.store(`${prefix}/parquet`), into);
       const wh = await openWarehouse(dir, { readOnly: true });
       try {
         return await differences(wh, into);
