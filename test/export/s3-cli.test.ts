@@ -113,4 +113,27 @@ describe('runsync export to a bucket', () => {
     }
     expect(await latest(store)).toBe(before);
   });
+
+  it('a worker given a bucket that does not answer stops at start, naming the setting', async () => {
+    const worker = {
+      RUNSYNC_API_URL: 'http://127.0.0.1:9',
+      RUNSYNC_API_KEY: 'svc_live_start_check_key',
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      RUNSYNC_WAREHOUSE_DIR: join(tmp.dir, 'w'),
+      ...held.s3.env(),
+    };
+    const missing = await runCli(['worker'], { ...worker, RUNSYNC_STAGING_URL: 's3://no-such-bucket/staging' });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr.trim()).toMatch(
+      /^runsync: RUNSYNC_STAGING_URL: get s3:\/\/no-such-bucket\/staging\/_runsync-start-check: the bucket does not exist/,
+    );
+    const refused = await runCli(['worker'], {
+      ...worker,
+      RUNSYNC_PARQUET_URL: `s3://${BUCKET}/p`,
+      AWS_ACCESS_KEY_ID: 'NOT_A_KEY_THE_STORE_KNOWS',
+    });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/RUNSYNC_PARQUET_URL: .*does not accept the credentials.*InvalidAccessKeyId/);
+    expect(refused.stderr).not.toContain(held.s3.secret);
+  });
 });
