@@ -77,7 +77,8 @@ const bench: Bench = async (ctx) => {
         await loadRunDetails(wh, newest.map((r) => ({ ...r, updated_at: `${year}-01-01T00:00:00Z` })) as never);
         change[name] = await timed(() => exportParquet(wh, { target }));
         ctx.log(
-          `export after ${CHANGED} runs changed, to ${name}: ${change[name]?.files} files in ${change[name]?.s.toFixed(2)} s`,
+          `export after ${CHANGED} runs changed, to ${name}: ` +
+            `${change[name]?.files} files in ${change[name]?.s.toFixed(2)} s`,
         );
       }
       const note = `${size} runs over ${DAYS} days; s3rver on this machine`;

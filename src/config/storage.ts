@@ -6,9 +6,9 @@ import { ConfigError } from './error.ts';
 import { isLoopbackHost } from './url.ts';
 
 // Where the Parquet tree (RUNSYNC_PARQUET_URL) and the fleet's staged details (RUNSYNC_STAGING_URL,
-// read with the worker's settings) go: a folder, or s3://bucket/prefix with the RUNSYNC_S3_* settings. Checked at start like every
-// setting; a credentials file is read once here so that a bad one stops the command at once, and
-// what it holds joins the values no log line may show.
+// read with the worker's settings) go: a folder, or s3://bucket/prefix with the RUNSYNC_S3_*
+// settings. Checked at start like every setting; a credentials file is read once here so that a
+// bad one stops the command at once, and what it holds joins the values no log line may show.
 
 type Env = Readonly<Record<string, string | undefined>>;
 

@@ -83,13 +83,11 @@ export class LocalStore implements ObjectStore {
       await rm(path, { force: true });
       // Empty folders left behind would read as empty partitions to a reader listing folders.
       for (let dir = dirname(path); dir.startsWith(`${this.url}${sep}`); dir = dirname(dir)) {
-        if (
-          !(await rmdir(dir).then(
-            () => true,
-            () => false,
-          ))
-        )
-          break;
+        const removed = await rmdir(dir).then(
+          () => true,
+          () => false,
+        );
+        if (!removed) break;
       }
     }
   }
@@ -107,19 +105,12 @@ export class LocalStore implements ObjectStore {
   }
 
   private async makeDirs(dir: string): Promise<void> {
-    const missing: string[] = [];
-    for (let d = dir; d !== dirname(d); d = dirname(d)) {
-      if (
-        await stat(d).then(
-          () => true,
-          () => false,
-        )
-      )
-        break;
-      missing.unshift(d);
-    }
     await mkdir(dir, { recursive: true, mode: this.o.dirMode ?? 0o700 });
-    for (const d of [this.url, ...missing.filter((d) => d !== this.url)]) await shareDir(d, this.o.share);
+    if (!this.o.share) return;
+    for (let d = dir; d.startsWith(this.url); d = dirname(d)) {
+      await shareDir(d, this.o.share);
+      if (d === this.url) break;
+    }
   }
 
   private async publish(temp: string, target: string): Promise<void> {

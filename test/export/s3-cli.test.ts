@@ -53,7 +53,7 @@ async function publishedDiffers(store: ReturnType<TestS3['store']>, dest: string
 }
 
 describe('runsync export to a bucket', () => {
-  it('killed in the middle of its uploads, leaves the previous generation readable; the next export publishes', async () => {
+  it('killed mid-upload, leaves the previous generation readable; the next one publishes', async () => {
     const store = held.s3.store(`cli-${prefix}/parquet`);
     const first = await runCli(['export'], env);
     expect(first.stderr).toBe('');
@@ -87,7 +87,7 @@ describe('runsync export to a bucket', () => {
     expect(await publishedDiffers(store, join(tmp.dir, 'new'))).toEqual({});
   });
 
-  it('waits out throttling; an expired session stops it with one clear line and leaves the bucket as it was', async () => {
+  it('waits out throttling; an expired session stops it with one clear line, the bucket as it was', async () => {
     const store = held.s3.store(`cli-${prefix}/parquet`);
     let n = 0;
     held.proxy.fault = () => (++n % 3 === 0 ? { status: 503, code: 'SlowDown' } : undefined);
@@ -125,7 +125,7 @@ describe('runsync export to a bucket', () => {
     const missing = await runCli(['worker'], { ...worker, RUNSYNC_STAGING_URL: 's3://no-such-bucket/staging' });
     expect(missing.code).toBe(2);
     expect(missing.stderr.trim()).toMatch(
-      /^runsync: RUNSYNC_STAGING_URL: get s3:\/\/no-such-bucket\/staging\/_runsync-start-check: the bucket does not exist/,
+      /^runsync: RUNSYNC_STAGING_URL: get s3:\/\/no-such-bucket\/staging\/_runsync-start-check: the bucket does not/,
     );
     const refused = await runCli(['worker'], {
       ...worker,

@@ -74,7 +74,8 @@ export async function differences(db: SqlRunner, root: string): Promise<Record<s
     const live = `SELECT ${cols} FROM ${t.name}`;
     const n = await count(
       db,
-      `SELECT (SELECT count(*) FROM (${live} EXCEPT ALL ${files})) + (SELECT count(*) FROM (${files} EXCEPT ALL ${live}))`,
+      `SELECT (SELECT count(*) FROM (${live} EXCEPT ALL ${files}))
+            + (SELECT count(*) FROM (${files} EXCEPT ALL ${live}))`,
     );
     if (n > 0) out[t.name] = n;
   }

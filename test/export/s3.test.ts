@@ -50,7 +50,7 @@ async function changeOneRun(): Promise<string> {
 }
 
 describe('parquet export to an object store', () => {
-  it('reads back from the bucket as the tables, through _latest.json and by listing, and from analytics.duckdb', async () => {
+  it('reads back as the tables through _latest.json, by listing, and from analytics.duckdb', async () => {
     const store = held.s3.store('one/parquet');
     const r = await exportParquet(wh, { target: { store, graceMs: GRACE_MS } });
     expect(r.generation).toBe(1);
@@ -98,7 +98,7 @@ describe('parquet export to an object store', () => {
     }
   });
 
-  it('swaps in a new generation, keeps replaced files for the grace period, and shows a lister each run once', async () => {
+  it('swaps in a new generation, keeps replaced files for the grace period, shows a lister each run once', async () => {
     const store = held.s3.store('two/parquet');
     const target = { store, graceMs: GRACE_MS };
     await exportParquet(wh, { target });

@@ -128,7 +128,9 @@ export async function faultProxy(target: string): Promise<FaultProxy> {
     if (fault) {
       seen.status = fault.status;
       req.resume();
-      const body = `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${fault.code}</Code><Message>injected by the test proxy</Message><RequestId>t</RequestId></Error>`;
+      const body =
+        `<?xml version="1.0" encoding="UTF-8"?>\n<Error><Code>${fault.code}</Code>` +
+        '<Message>injected by the test proxy</Message><RequestId>t</RequestId></Error>';
       res.writeHead(fault.status, { 'content-type': 'application/xml', 'content-length': Buffer.byteLength(body) });
       res.end(body);
       return;

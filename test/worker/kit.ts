@@ -263,7 +263,8 @@ export async function untilExact(s: SimProcess, dir: string, workers: readonly R
     async () => (await diffFacts(want, dir)).length === 0 && (await diffCatalog(s, dir)).length === 0,
     timeoutMs,
     async () =>
-      `${(await diffFacts(want, dir)).length} runs differ; ${workers.map((w) => w.output().slice(-2000)).join('\n---\n')}`,
+      `${(await diffFacts(want, dir)).length} runs differ; ` +
+      workers.map((w) => w.output().slice(-2000)).join('\n---\n'),
   );
   return want;
 }
