@@ -19,6 +19,7 @@ import type { Bench, BenchRow } from './bench-types.ts';
 const RUNS_PER_DAY = 10_000;
 const DAYS = 3;
 const CHANGED = 50;
+const ROUNDS = 2;
 
 type Detail = Record<string, unknown>;
 
@@ -65,23 +66,29 @@ const bench: Bench = async (ctx) => {
       ];
       // The first export of a warehouse pays for what DuckDB reads in once: paid here, by neither side.
       await exportParquet(wh, { full: true, target: { folder: join(root, 'warm-up') } });
+      // Rounds in turn, each side first once; the faster of a side's rounds is kept, as other work
+      // on the machine slows one round or the other.
       const full: Record<string, { s: number; files: number }> = {};
-      for (const [name, target] of targets) {
-        full[name] = await timed(() => exportParquet(wh, { full: true, target }));
-        ctx.log(`full export to ${name}: ${full[name]?.files} files in ${full[name]?.s.toFixed(2)} s`);
-      }
-      // The same change exported to each: the marks are cleared by an export, so made again.
       const change: Record<string, { s: number; files: number }> = {};
-      for (const [i, [name, target]] of targets.entries()) {
-        const year = 2090 + i;
-        await loadRunDetails(wh, newest.map((r) => ({ ...r, updated_at: `${year}-01-01T00:00:00Z` })) as never);
-        change[name] = await timed(() => exportParquet(wh, { target }));
-        ctx.log(
-          `export after ${CHANGED} runs changed, to ${name}: ` +
-            `${change[name]?.files} files in ${change[name]?.s.toFixed(2)} s`,
-        );
+      const best = (into: typeof full, name: string, m: { s: number; files: number }) => {
+        if (!into[name] || m.s < (into[name]?.s ?? 0)) into[name] = m;
+      };
+      let year = 2090;
+      for (let round = 0; round < ROUNDS; round++) {
+        for (const [name, target] of round % 2 ? [...targets].reverse() : targets) {
+          const f = await timed(() => exportParquet(wh, { full: true, target }));
+          // The same change for each: an export clears the marks, so the change is made again.
+          await loadRunDetails(wh, newest.map((r) => ({ ...r, updated_at: `${year++}-01-01T00:00:00Z` })) as never);
+          const c = await timed(() => exportParquet(wh, { target }));
+          ctx.log(
+            `${name}, round ${round + 1}: full ${f.s.toFixed(2)} s (${f.files} files), ` +
+              `after a change ${c.s.toFixed(2)} s`,
+          );
+          best(full, name, f);
+          best(change, name, c);
+        }
       }
-      const note = `${size} runs over ${DAYS} days; s3rver on this machine`;
+      const note = `${size} runs over ${DAYS} days; s3rver on this machine; faster of ${ROUNDS} rounds`;
       for (const [what, m] of [
         ['full export', full],
         [`export after ${CHANGED} newest runs changed`, change],
