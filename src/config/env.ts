@@ -6,6 +6,7 @@ import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts
 import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import { ConfigError } from './error.ts';
 import { shareGroup } from './share.ts';
+import { type StorageConfig, storageConfig } from './storage.ts';
 import { apiBaseUrl } from './url.ts';
 
 // runsync's settings, read from the environment once at start into a frozen object. Anything wrong
@@ -49,6 +50,8 @@ export interface RunsyncConfig {
   readonly progressEveryMs: number | null;
   /** RUNSYNC_SHARE_GROUP: the group that may read the Parquet tree and analytics.duckdb; null: owner only. */
   readonly share: ShareGroup | null;
+  /** RUNSYNC_PARQUET_URL, RUNSYNC_PARQUET_GRACE and the RUNSYNC_S3_* settings. */
+  readonly storage: Omit<StorageConfig, 'secrets'>;
   /** Values no log line may show. */
   readonly secrets: readonly string[];
 }
@@ -229,9 +232,12 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   }
   const rateReserve = share(env, 'RUNSYNC_RATE_RESERVE', DEFAULT_RESERVE);
   const redis = redisUrl(env);
+  const cwd = options.cwd ?? process.cwd();
+  const warehouseDir = resolve(cwd, setting(env, 'RUNSYNC_WAREHOUSE_DIR') ?? './warehouse');
+  const { secrets: storageSecrets, ...storage } = storageConfig(env, warehouseDir, cwd);
   const config = {
     api,
-    warehouseDir: resolve(options.cwd ?? process.cwd(), setting(env, 'RUNSYNC_WAREHOUSE_DIR') ?? './warehouse'),
+    warehouseDir,
     startDate: startDate(env),
     lookback: duration(env, 'RUNSYNC_LOOKBACK', parseDuration('15m') as Micros),
     openRunHorizon: duration(env, 'RUNSYNC_OPEN_RUN_HORIZON', parseDuration('30d') as Micros),
@@ -244,8 +250,9 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     logLevel: logLevel(env),
     progressEveryMs: progressEvery(env),
     share: shareGroup(env),
+    storage,
   };
-  const secrets = [key, redis === null ? null : redisPassword(redis)].filter(
+  const secrets = [key, redis === null ? null : redisPassword(redis), ...storageSecrets].filter(
     (s): s is string => s !== null && s !== '',
   );
   // Not enumerable, like the key itself: a config written out or logged shows neither.

@@ -10,4 +10,5 @@ export {
 } from './env.ts';
 export { ConfigError } from './error.ts';
 export { shareGroup } from './share.ts';
+export { type StorageConfig, storageConfig, storageLocation } from './storage.ts';
 export { apiBaseUrl, isLoopbackHost } from './url.ts';

@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
-import { mkdir, readdir, rename, rm, rmdir } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
-import { shareDir, shareFile } from '../util/file-share.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
+import { openFolderTree } from './folder-tree.ts';
 import {
   DAY_MINUTES,
   DEFAULT_RUNS_PER_FILE,
@@ -16,24 +14,30 @@ import {
   planPartitions,
   spanFile,
 } from './spans.ts';
+import { openStoreTree } from './store-tree.ts';
 import { DATA_FILE, type ExportTable, exportTables, PARQUET_DIR, partitionDirName } from './tables.ts';
+import type { ParquetTarget, ParquetTree } from './tree.ts';
 
 // The Parquet export (DuckDB's COPY … TO, ZSTD). Only what the merges marked in
 // _sync_export_dirty since the last export is written: the files of the run tables' created_date
 // partitions that hold changed runs (a partition is one file, or one per span of created time on a
-// busy day: spans.ts), the catalog tables that changed. Each file is written in a hidden
-// staging directory and then renamed over the old one, so a reader sees the old file or the new
-// one, never part of one. The marks are cleared once every file is in place.
+// busy day: spans.ts), the catalog tables that changed. Where the files go is a ParquetTree: a
+// folder, where each file is renamed over the old one as it is written (folder-tree.ts), or an
+// object store, where the export's files are swapped in together when it ends (store-tree.ts).
+// Either way a reader sees a file whole, old or new. The marks are cleared once the files are
+// published, so an export that dies leaves them for the next one.
 
 export interface ExportOptions {
   /** Rewrite every partition and table, and drop partitions with no rows left. */
   full?: boolean;
   /** Runs a file of a new partition holds at most, as its span is chosen (DEFAULT_RUNS_PER_FILE). */
   runsPerFile?: number;
+  /** Where the tree goes (RUNSYNC_PARQUET_URL); default the warehouse's parquet/ folder. */
+  target?: ParquetTarget;
 }
 
 export interface ExportResult {
-  /** Files written, relative to the warehouse directory. */
+  /** Files written: in a folder relative to the warehouse directory, in an object store as s3:// URLs. */
   written: string[];
   /** Partition files removed (no rows left). */
   removed: string[];
@@ -43,6 +47,10 @@ export interface ExportResult {
   tables: string[];
   analyticsFile: string;
   durationMs: number;
+  /** Where the tree is: its folder, or s3://bucket/prefix. */
+  location: string;
+  /** In an object store, the generation readers of _latest.json now read; null for a folder. */
+  generation: number | null;
 }
 
 export const EXPORT_MEMORY_LIMIT = '192MB';
@@ -69,77 +77,99 @@ export function sizeBytes(size: string): number {
 export async function exportParquet(wh: Warehouse, options: ExportOptions = {}): Promise<ExportResult> {
   return wh.serial(async () => {
     const t0 = performance.now();
-    const root = join(wh.dir, PARQUET_DIR);
-    await mkdir(root, { recursive: true });
-    await shareDir(root, wh.share);
     const tables = exportTables(wh.resources);
-    const runTables = tables.filter((t) => t.partitioned);
-    const flatTables = tables.filter((t) => !t.partitioned);
-    // A table made since (a new array of objects) has nothing older to write: only the declared
-    // run tables' absence means the tree was never written, or was removed.
-    const declared = new Set(exportTables(RESOURCES).map((t) => t.name));
-    const runsMissing = runTables.some((t) => declared.has(t.name) && !existsSync(join(root, t.name)));
-    const full = options.full === true || runsMissing;
-    const dates = await datesToWrite(wh, full);
-    const plans = await planPartitions(wh, dates, {
-      full,
-      root,
-      runsPerFile: options.runsPerFile ?? DEFAULT_RUNS_PER_FILE,
-    });
-    const flat = flatTables.filter((t) => full || !existsSync(join(root, t.name, DATA_FILE)));
-    const dirtyFlat = new Set(
-      (
-        await wh.all<{ t: string }>(
-          `SELECT DISTINCT table_name AS t FROM _sync_export_dirty WHERE created_date IS NULL`,
-        )
-      ).map((r) => r.t),
-    );
-    for (const t of flatTables) if (dirtyFlat.has(t.name) && !flat.includes(t)) flat.push(t);
-
-    // An export killed half way leaves its staging directory behind; the warehouse lock makes this
-    // export the only one, so any staging directory found is such a leftover.
-    for (const f of await readdir(root))
-      if (f.startsWith('.staging-')) await rm(join(root, f), { recursive: true, force: true });
-    const staging = join(root, `.staging-${process.pid}-${randomBytes(4).toString('hex')}`);
-    await mkdir(staging, { recursive: true });
-    const result: ExportResult = {
-      written: [],
-      removed: [],
-      dates,
-      tables: flat.map((t) => t.name),
-      analyticsFile: '',
-      durationMs: 0,
-    };
-    // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
-    // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
-    // does not always hold: the export gets at least EXPORT_MEMORY_LIMIT for its run.
-    const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
-    const threads = Number(setting?.t ?? wh.exportThreads);
-    const memoryLimit = wh.memoryLimit;
-    const raiseMemory = sizeBytes(memoryLimit) < sizeBytes(EXPORT_MEMORY_LIMIT);
-    if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
-    if (raiseMemory) await wh.setMemoryLimit(EXPORT_MEMORY_LIMIT);
+    const tree = await openTree(wh, tables, options.target);
+    let result: ExportResult;
     try {
-      const files = { root, staging, share: wh.share };
-      for (const plan of plans) await writePartition(wh, runTables, plan, files, result);
-      if (full) {
-        await removeStalePartitions(root, runTables, new Set(dates), result);
-        // An empty table still gets its directory, so the next export knows it was done.
-        for (const t of runTables) await mkdir(join(root, t.name), { recursive: true });
-        for (const t of runTables) await shareDir(join(root, t.name), wh.share);
-      }
-      for (const t of flat) await writeFlat(wh, t, root, staging, result, wh.share);
-      await wh.run(`DELETE FROM _sync_export_dirty`);
+      result = await writeTree(wh, tree, tables, options);
     } finally {
-      await rm(staging, { recursive: true, force: true });
-      if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
-      if (raiseMemory) await wh.setMemoryLimit(memoryLimit);
+      await tree.close();
     }
-    result.analyticsFile = await writeAnalyticsViews(wh, root, tables);
+    result.analyticsFile = await writeAnalyticsViews(wh, tree, tables);
     result.durationMs = performance.now() - t0;
-    wh.logger.info({ dates: dates.length, tables: flat.length, files: result.written.length }, 'parquet export');
+    wh.logger.info(
+      { dates: result.dates.length, tables: result.tables.length, files: result.written.length },
+      'parquet export',
+    );
     return result;
   });
+}
+
+function openTree(wh: Warehouse, tables: readonly ExportTable[], target?: ParquetTarget): Promise<ParquetTree> {
+  if (target === undefined || 'folder' in target)
+    return openFolderTree(target?.folder ?? join(wh.dir, PARQUET_DIR), wh.dir, wh.share);
+  return openStoreTree(target.store, {
+    graceMs: target.graceMs,
+    logger: wh.logger,
+    partitioned: new Map(tables.map((t) => [t.name, t.partitioned])),
+    scratchParent: wh.dir,
+    now: () => Math.floor(wh.now() / 1000),
+  });
+}
+
+async function writeTree(
+  wh: Warehouse,
+  tree: ParquetTree,
+  tables: readonly ExportTable[],
+  options: ExportOptions,
+): Promise<ExportResult> {
+  const runTables = tables.filter((t) => t.partitioned);
+  const flatTables = tables.filter((t) => !t.partitioned);
+  // A table made since (a new array of objects) has nothing older to write: only the declared
+  // run tables' absence means the tree was never written, or was removed.
+  const declared = new Set(exportTables(RESOURCES).map((t) => t.name));
+  let runsMissing = false;
+  for (const t of runTables) if (declared.has(t.name) && !(await tree.hasTable(t.name))) runsMissing = true;
+  const full = options.full === true || runsMissing;
+  const dates = await datesToWrite(wh, full);
+  const plans = await planPartitions(wh, dates, {
+    full,
+    written: async (d) => (await tree.files('runs', partitionDirName(d))).length > 0,
+    runsPerFile: options.runsPerFile ?? DEFAULT_RUNS_PER_FILE,
+  });
+  const flat: ExportTable[] = [];
+  for (const t of flatTables) if (full || !(await tree.files(t.name, null)).includes(DATA_FILE)) flat.push(t);
+  const dirtyFlat = new Set(
+    (
+      await wh.all<{ t: string }>(`SELECT DISTINCT table_name AS t FROM _sync_export_dirty WHERE created_date IS NULL`)
+    ).map((r) => r.t),
+  );
+  for (const t of flatTables) if (dirtyFlat.has(t.name) && !flat.includes(t)) flat.push(t);
+
+  const result: ExportResult = {
+    written: [],
+    removed: [],
+    dates,
+    tables: flat.map((t) => t.name),
+    analyticsFile: '',
+    durationMs: 0,
+    location: tree.url,
+    generation: null,
+  };
+  // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
+  // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
+  // does not always hold: the export gets at least EXPORT_MEMORY_LIMIT for its run.
+  const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
+  const threads = Number(setting?.t ?? wh.exportThreads);
+  const memoryLimit = wh.memoryLimit;
+  const raiseMemory = sizeBytes(memoryLimit) < sizeBytes(EXPORT_MEMORY_LIMIT);
+  if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
+  if (raiseMemory) await wh.setMemoryLimit(EXPORT_MEMORY_LIMIT);
+  try {
+    for (const plan of plans) await writePartition(wh, runTables, plan, tree, result);
+    if (full) {
+      await removeStalePartitions(tree, runTables, new Set(dates), result);
+      // An empty table is still recorded, so the next export knows it was done.
+      for (const t of runTables) await tree.ensureTable(t.name);
+    }
+    for (const t of flat) await writeFlat(wh, t, tree, result);
+    result.generation = await tree.publish();
+    await wh.run(`DELETE FROM _sync_export_dirty`);
+  } finally {
+    if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
+    if (raiseMemory) await wh.setMemoryLimit(memoryLimit);
+  }
+  return result;
 }
 
 async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
@@ -151,22 +181,17 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
   return (await db.all<{ d: string }>(`SELECT d FROM (${sql}) ORDER BY d`)).map((r) => r.d);
 }
 
-interface Files {
-  root: string;
-  staging: string;
-  share: Warehouse['share'];
-}
-
 async function writePartition(
   db: SqlRunner,
   runTables: readonly ExportTable[],
   plan: PartitionPlan,
-  files: Files,
+  tree: ParquetTree,
   result: ExportResult,
 ): Promise<void> {
   const part = partitionDirName(plan.date);
-  const dirs = runTables.map((t) => join(files.root, t.name, part));
-  const starts = plan.starts ?? (await everySpan(db, plan, dirs));
+  const existing: string[] = [];
+  for (const t of runTables) existing.push(...(await tree.files(t.name, part)));
+  const starts = plan.starts ?? (await everySpan(db, plan, existing));
   const day = `created_date = ${quoteLiteral(plan.date)}::DATE`;
   const whole = plan.span >= DAY_MINUTES;
   for (const start of starts) {
@@ -176,77 +201,51 @@ async function writePartition(
       // however large the table grows (one partitioned COPY of the whole set does not).
       const where =
         whole || t.name === 'runs' ? runs : `${day} AND ${quoteIdent(t.runKey)} IN (SELECT id FROM runs WHERE ${runs})`;
-      await writeFile(db, t, where, join(part, spanFile(plan.span, start)), files, result);
+      const select = `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${where} ORDER BY ${t.orderBy}`;
+      await writeFile(db, t, select, `${part}/${spanFile(plan.span, start)}`, tree, result);
     }
   }
 }
 
+/** COPYs `select` to the file at `path` of the table; a file with no rows is removed instead. */
 async function writeFile(
   db: SqlRunner,
   t: ExportTable,
-  where: string,
-  name: string,
-  files: Files,
+  select: string,
+  path: string,
+  tree: ParquetTree,
   result: ExportResult,
 ): Promise<void> {
-  const target = join(files.root, t.name, name);
-  const dir = dirname(target);
-  const fresh = join(files.staging, `${t.name}-${name.replaceAll('/', '-')}`);
+  const fresh = join(tree.scratch, `${t.name}-${path.replaceAll('/', '-')}`);
   const [copied] = await db.all<{ Count: bigint }>(
-    `COPY (SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${where} ORDER BY ${t.orderBy})
-     TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
+    `COPY (${select}) TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
   );
-  if (Number(copied?.Count ?? 0) > 0) {
-    await mkdir(dir, { recursive: true });
-    await shareDir(join(files.root, t.name), files.share);
-    await shareDir(dir, files.share);
-    await shareFile(fresh, files.share);
-    await rename(fresh, target);
-    result.written.push(join(PARQUET_DIR, t.name, name));
-  } else {
-    await rm(fresh, { force: true });
-    if (existsSync(target)) {
-      await rm(target);
-      await rmdir(dir).catch(() => undefined);
-      result.removed.push(join(PARQUET_DIR, t.name, name));
-    }
+  const rows = Number(copied?.Count ?? 0);
+  if (rows > 0 || !t.partitioned) {
+    result.written.push(await tree.place(t.name, path, fresh, rows));
+    return;
   }
+  await rm(fresh, { force: true });
+  const gone = await tree.remove(t.name, path);
+  if (gone !== null) result.removed.push(gone);
 }
 
 async function removeStalePartitions(
-  root: string,
+  tree: ParquetTree,
   runTables: readonly ExportTable[],
   keep: ReadonlySet<string>,
   result: ExportResult,
 ): Promise<void> {
   for (const t of runTables) {
-    const dir = join(root, t.name);
-    if (!existsSync(dir)) continue;
-    for (const part of await readdir(dir)) {
+    for (const part of await tree.partitions(t.name)) {
       const m = /^created_date=(\d{4}-\d{2}-\d{2})$/.exec(part);
       if (!m || keep.has(m[1] as string)) continue;
-      await rm(join(dir, part), { recursive: true, force: true });
-      result.removed.push(join(PARQUET_DIR, t.name, part, DATA_FILE));
+      result.removed.push(await tree.removePartition(t.name, part));
     }
   }
 }
 
-async function writeFlat(
-  db: SqlRunner,
-  t: ExportTable,
-  root: string,
-  staging: string,
-  result: ExportResult,
-  share: Warehouse['share'],
-): Promise<void> {
-  const tmp = join(staging, `${t.name}.parquet`);
-  await db.run(
-    `COPY (SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy})
-     TO ${quoteLiteral(tmp)} (FORMAT parquet, COMPRESSION zstd)`,
-  );
-  await mkdir(join(root, t.name), { recursive: true });
-  await shareDir(join(root, t.name), share);
-  await shareFile(tmp, share);
-  await rename(tmp, join(root, t.name, DATA_FILE));
-  result.written.push(join(PARQUET_DIR, t.name, DATA_FILE));
+async function writeFlat(db: SqlRunner, t: ExportTable, tree: ParquetTree, result: ExportResult): Promise<void> {
+  const select = `SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}`;
+  await writeFile(db, t, select, DATA_FILE, tree, result);
 }

@@ -1,9 +1,6 @@
-import { existsSync } from 'node:fs';
-import { readdir } from 'node:fs/promises';
-import { join } from 'node:path';
 import { quoteLiteral } from '../warehouse/sql.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
-import { DATA_FILE, partitionDirName } from './tables.ts';
+import { DATA_FILE } from './tables.ts';
 
 // A created_date partition of the run tables is one file, or, on a day busy enough, one file per
 // span of created time (part-HHMM.parquet, named by the span's first minute, UTC). Passes change
@@ -69,7 +66,7 @@ export interface PartitionPlan {
 export async function planPartitions(
   db: SqlRunner,
   dates: readonly string[],
-  options: { full: boolean; root: string; runsPerFile: number },
+  options: { full: boolean; written: (date: string) => Promise<boolean>; runsPerFile: number },
 ): Promise<PartitionPlan[]> {
   if (dates.length === 0) return [];
   const list = dates.map((d) => `${quoteLiteral(d)}::DATE`).join(', ');
@@ -97,7 +94,7 @@ export async function planPartitions(
       ).map((r) => [r.d, Number(r.n ?? 0)]),
     );
     for (const d of unplanned) {
-      const written = existsSync(join(options.root, 'runs', partitionDirName(d)));
+      const written = await options.written(d);
       const span = written ? DAY_MINUTES : chooseSpan(counts.get(d) ?? 0, options.runsPerFile);
       spans.set(d, span);
       await db.run(`INSERT INTO _sync_export_layout VALUES (${quoteLiteral(d)}::DATE, ${span})`);
@@ -124,19 +121,16 @@ export async function planPartitions(
   return dates.map((d) => ({ date: d, span: spans.get(d) as number, starts: changed.get(d) ?? null }));
 }
 
-/** The spans of a partition that have runs, and those with a file of a table on disk. */
-export async function everySpan(db: SqlRunner, plan: PartitionPlan, dirs: readonly string[]): Promise<number[]> {
+/** The spans of a partition that have runs, and those with a file of a table in the tree. */
+export async function everySpan(db: SqlRunner, plan: PartitionPlan, existing: readonly string[]): Promise<number[]> {
   if (plan.span >= DAY_MINUTES) return [0];
   const rows = await db.all<{ m: bigint }>(
     `SELECT DISTINCT ${spanStartSql(plan.span)} AS m FROM runs WHERE created_date = ${quoteLiteral(plan.date)}::DATE`,
   );
   const starts = new Set(rows.map((r) => Number(r.m)));
-  for (const dir of dirs) {
-    if (!existsSync(dir)) continue;
-    for (const f of await readdir(dir)) {
-      const s = spanStartOf(f);
-      if (s !== null) starts.add(s);
-    }
+  for (const f of existing) {
+    const s = spanStartOf(f);
+    if (s !== null) starts.add(s);
   }
   return [...starts].sort((a, b) => a - b);
 }

@@ -100,7 +100,7 @@ async function operate<R extends OperationResult>(
   try {
     await plan.run(measured, result);
     if (plan.export) {
-      const e = await deps.gate.use((wh) => exportParquet(wh));
+      const e = await deps.gate.use((wh) => exportParquet(wh, { target: deps.parquet }));
       result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };
       freshness?.exported(deps.now());
     }

@@ -4,6 +4,7 @@ import { createApiClient } from '../api/setup.ts';
 import { SharedRateBudget } from '../budget/rate.ts';
 import type { BudgetStore, RateBudget } from '../budget/types.ts';
 import type { RunsyncConfig } from '../config/env.ts';
+import { openParquetTarget } from '../export/target.ts';
 import type { Logger } from '../util/logger.ts';
 import { MICROS_PER_DAY, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
 import type { WarehouseLockedError } from '../warehouse/errors.ts';
@@ -79,8 +80,12 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     ...(config.api ? { keySetting: config.api.keySetting } : {}),
     ...o.settings,
   };
+  const parquet = openParquetTarget(config.storage, { logger: o.logger, share: config.share });
   return {
-    deps: { api, gate, logger: o.logger, signal: o.signal, now, settings, budget },
-    close: () => api.close(),
+    deps: { api, gate, logger: o.logger, signal: o.signal, now, settings, budget, parquet: parquet.target },
+    close: async () => {
+      await api.close();
+      await parquet.close();
+    },
   };
 }

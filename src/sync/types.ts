@@ -1,5 +1,6 @@
 import type { ApiClient } from '../api/index.ts';
 import type { RateBudget } from '../budget/types.ts';
+import type { ParquetTarget } from '../export/tree.ts';
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
 import type { DetailSource } from './detail-fetcher.ts';
@@ -50,6 +51,8 @@ export interface SyncDeps {
   details?: (signal: AbortSignal) => DetailSource;
   /** Where loads record how long each change took to arrive (passes; not a first sync). */
   freshness?: Freshness;
+  /** Where the Parquet export goes (default the warehouse's parquet/ folder). */
+  parquet?: ParquetTarget;
 }
 
 /** What a walk over run summaries did. */

@@ -1,4 +1,7 @@
+import { resolve } from 'node:path';
 import { ConfigError } from '../config/error.ts';
+import { storageLocation } from '../config/storage.ts';
+import type { StorageLocation } from '../storage/types.ts';
 import { parseDuration } from '../util/timestamp.ts';
 
 // The worker's own settings, from the environment: schedules (cron, UTC), concurrency, the Redis
@@ -13,8 +16,8 @@ export interface WorkerSettings {
   fetchConcurrency: number;
   /** Runs per fetch job. */
   fetchChunk: number;
-  /** Where fetchers leave details for the writer (a shared volume across machines). */
-  stagingDir: string;
+  /** Where fetchers leave details for the writer: a folder (a shared volume across machines) or a bucket. */
+  staging: StorageLocation;
   /** How long SIGTERM waits for work in flight before handing it back. */
   graceMs: number;
   /** Queue a runs pass and a catalog snapshot at start, rather than waiting for the first tick. */
@@ -85,6 +88,16 @@ function onOff(env: Env, name: string, fallback: boolean): boolean {
   throw new ConfigError(name, `must be on or off; got "${v}"`);
 }
 
+/** RUNSYNC_STAGING_URL, or the older RUNSYNC_STAGING_DIR (a folder only). */
+function staging(env: Env, warehouseDir: string): StorageLocation {
+  const url = value(env, 'RUNSYNC_STAGING_URL');
+  const dir = value(env, 'RUNSYNC_STAGING_DIR');
+  if (url !== null && dir !== null)
+    throw new ConfigError('RUNSYNC_STAGING_URL', 'is set together with RUNSYNC_STAGING_DIR; set only one');
+  if (dir !== null) return { kind: 'folder', dir: resolve(dir) };
+  return storageLocation(url, 'RUNSYNC_STAGING_URL', `${warehouseDir}/staging`, process.cwd());
+}
+
 export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
   const prefix = value(env, 'RUNSYNC_QUEUE_PREFIX') ?? 'runsync';
   if (!/^[\w.-]{1,64}$/.test(prefix))
@@ -98,7 +111,7 @@ export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
     },
     fetchConcurrency: positiveInt(env, 'RUNSYNC_FETCH_CONCURRENCY', 4),
     fetchChunk: positiveInt(env, 'RUNSYNC_FETCH_CHUNK', 10),
-    stagingDir: value(env, 'RUNSYNC_STAGING_DIR') ?? `${warehouseDir}/staging`,
+    staging: staging(env, warehouseDir),
     graceMs: shutdownGraceMs(env),
     passAtStart: onOff(env, 'RUNSYNC_PASS_AT_START', true),
     takeoverMs: takeoverMs(env),

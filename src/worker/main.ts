@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { RedisBudgetStore } from '../budget/redis-store.ts';
 import type { RunsyncConfig } from '../config/env.ts';
 import { ConfigError } from '../config/error.ts';
+import { openStore } from '../storage/open.ts';
 import { logProgress, ProgressTracker } from '../sync/progress.ts';
 import { createEngine, type EngineOptions } from '../sync/setup.ts';
 import type { Logger } from '../util/logger.ts';
@@ -107,7 +108,7 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
   const connections = [connection, budgetRedis, eventsRedis];
   const redisError = watchRedis(connections, logger);
   const shutdown = new AbortController();
-  const staging = new StagingStore(settings.stagingDir);
+  const staging = new StagingStore(openStore(settings.staging, config.storage.s3, { logger }));
   const queues: WorkerQueues = {
     write: new Queue(WRITE_QUEUE, { connection, prefix }),
     fetch: new Queue(FETCH_QUEUE, { connection, prefix }),
@@ -162,6 +163,7 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
     if (!o.signal?.aborted) throw e;
     for (const c of connections) c.disconnect();
     await engine.close();
+    await staging.store.close();
     throw new WorkerStartAbortedError('the worker was stopped before it had started');
   }
   let firstReady = true;
@@ -245,6 +247,7 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
           queues.write.close(),
           queues.fetch.close(),
           engine.close(),
+          staging.store.close(),
         ]);
         await within(closeAll, reserve / 3);
         for (const c of connections) c.disconnect();

@@ -1,12 +1,10 @@
-import { randomBytes } from 'node:crypto';
-import { mkdir, readdir, readFile, rename, rm, stat, writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { gunzipSync, gzipSync } from 'node:zlib';
+import type { ObjectStore } from '../storage/types.ts';
 
-// Fetchers hand run details to the writer through files, never through Redis: a staged file is
-// written aside and renamed into place (so the writer never reads half of one), read by the
-// writer, and removed only once its rows are committed. In a deployment on several machines the
-// directory is a shared volume.
+// Fetchers hand run details to the writer through staged files, never through Redis: a staged
+// file is written whole (a folder's files aside and renamed into place, an object store's by one
+// PUT) so the writer never reads half of one, read by the writer, and removed only once its rows
+// are committed. Across machines the store is a shared volume or a bucket (RUNSYNC_STAGING_URL).
 
 export interface StagedBatch {
   /** Each detail under the id it was asked for. */
@@ -36,50 +34,37 @@ export interface StagedFailure {
 const NAME = /^[A-Za-z0-9_-]{1,100}\.json\.gz$/;
 
 export class StagingStore {
-  constructor(readonly dir: string) {}
+  constructor(readonly store: ObjectStore) {}
 
-  private path(name: string): string {
+  private key(name: string): string {
     // Names come from job results: anything but our own shape is refused, so no path escapes.
     if (!NAME.test(name)) throw new Error(`not a staged file name: ${JSON.stringify(name).slice(0, 80)}`);
-    return join(this.dir, name);
+    return name;
   }
 
   async write(stem: string, batch: StagedBatch): Promise<string> {
-    await mkdir(this.dir, { recursive: true, mode: 0o700 });
     const name = `${stem.replace(/[^A-Za-z0-9_-]/g, '_').slice(0, 80)}.json.gz`;
-    const target = this.path(name);
-    const temp = join(this.dir, `.${name}.${process.pid}.${randomBytes(4).toString('hex')}.tmp`);
-    await writeFile(temp, gzipSync(JSON.stringify(batch), { level: 1 }), { mode: 0o600 });
-    await rename(temp, target);
+    await this.store.put(this.key(name), gzipSync(JSON.stringify(batch), { level: 1 }));
     return name;
   }
 
   async read(name: string): Promise<StagedBatch> {
-    return JSON.parse(gunzipSync(await readFile(this.path(name))).toString('utf8')) as StagedBatch;
+    const bytes = await this.store.get(this.key(name));
+    if (bytes === null) throw new Error(`the staged file ${name} is not in ${this.store.url}`);
+    return JSON.parse(gunzipSync(bytes).toString('utf8')) as StagedBatch;
   }
 
   async remove(name: string): Promise<void> {
-    await rm(this.path(name), { force: true });
+    await this.store.delete([this.key(name)]);
   }
 
   /** Removes staged and temporary files older than `ageMs` (left by fetches nobody waited for). */
   async sweep(ageMs: number, now = Date.now()): Promise<number> {
-    let removed = 0;
-    let names: string[];
-    try {
-      names = await readdir(this.dir);
-    } catch {
-      return 0;
-    }
-    for (const n of names) {
-      if (!n.endsWith('.json.gz') && !n.endsWith('.tmp')) continue;
-      const p = join(this.dir, n);
-      const s = await stat(p).catch(() => null);
-      if (s && now - s.mtimeMs > ageMs) {
-        await rm(p, { force: true });
-        removed++;
-      }
-    }
-    return removed;
+    const old = (await this.store.list(''))
+      .filter((o) => !o.key.includes('/') && (o.key.endsWith('.json.gz') || o.key.endsWith('.tmp')))
+      .filter((o) => now - o.modified > ageMs)
+      .map((o) => o.key);
+    await this.store.delete(old);
+    return old.length;
   }
 }

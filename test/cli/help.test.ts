@@ -25,6 +25,21 @@ describe('runsync CLI', () => {
     expect(r.stdout).toContain(`Usage: runsync ${c}`);
   });
 
+  it.each(['sync', 'export', 'rebuild', 'worker'])(
+    '%s --help names where the Parquet tree goes and how to reach S3',
+    (c) => {
+      const env = (helps.get(c) as CliResult).stdout.split('Environment:')[1] ?? '';
+      for (const s of [
+        'RUNSYNC_PARQUET_URL',
+        'RUNSYNC_PARQUET_GRACE',
+        'RUNSYNC_S3_ENDPOINT',
+        'RUNSYNC_S3_CREDENTIALS_FILE',
+      ])
+        expect(env).toContain(s);
+      if (c === 'worker') expect(env).toMatch(/RUNSYNC_STAGING_URL +where fetchers leave details: a folder or s3:\/\//);
+    },
+  );
+
   it.each(COMMANDS)('%s: when its help says "not built yet", running it says so and exits 2', async (c) => {
     const help = (helps.get(c) as CliResult).stdout;
     if (!help.includes('(not built yet)')) return;

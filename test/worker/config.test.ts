@@ -10,7 +10,7 @@ describe('worker settings', () => {
       schedules: { runs: '*/5 * * * *', catalog: '*/2 * * * *', reconcile: null },
       fetchConcurrency: 4,
       fetchChunk: 10,
-      stagingDir: '/w/staging',
+      staging: { kind: 'folder', dir: '/w/staging' },
       graceMs: 25_000,
       passAtStart: true,
       takeoverMs: 60_000,

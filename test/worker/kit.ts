@@ -10,7 +10,7 @@ import { DEFAULT_RUN_OPTIONS } from '../../src/simulator/runs.ts';
 import { SimWorld } from '../../src/simulator/world.ts';
 import { formatTimestamp, type Micros, parseDuration } from '../../src/util/timestamp.ts';
 import { collect, spawnCli, waitForLine } from '../support/cli.ts';
-import { startSim, tempDir } from '../sync/kit.ts';
+import { diffCatalog, diffFacts, startSim, tempDir, truth } from '../sync/kit.ts';
 
 // Worker processes as an operator runs them (`runsync worker`), each test on its own queue prefix
 // in Redis, removed afterwards.
@@ -270,4 +270,48 @@ export async function startRedisServer(port: number, dir: string): Promise<Child
   );
   probe.disconnect();
   return child;
+}
+
+export interface Fleet {
+  workers: RunningWorker[];
+  sim: SimProcess | null;
+  prefix: string;
+  /** More to close after the test, in order (servers, temp folders). */
+  also: (() => Promise<unknown> | unknown)[];
+}
+
+/** A test's fleet, torn down after each test: its workers, its simulator, its Redis keys and `also`. */
+export function useFleet(): Fleet {
+  const fleet: Fleet = { workers: [], sim: null, prefix: '', also: [] };
+  afterEach(async () => {
+    await Promise.all(fleet.workers.splice(0).map((w) => stopWorker(w)));
+    await fleet.sim?.close();
+    for (const f of fleet.also.splice(0)) await f();
+    if (fleet.prefix) await cleanRedis(fleet.prefix);
+    fleet.sim = null;
+  });
+  return fleet;
+}
+
+/** Kills the first worker with SIGKILL and starts another in its place; returns the one killed. */
+export async function killAndReplace(workers: RunningWorker[], env: Record<string, string>): Promise<RunningWorker> {
+  const victim = workers.shift() as RunningWorker;
+  victim.child.kill('SIGKILL');
+  const { signal } = await victim.exited;
+  if (signal !== 'SIGKILL') throw new Error(`the worker ended by ${signal ?? 'itself'}, not by SIGKILL`);
+  workers.push(spawnWorker(env));
+  return victim;
+}
+
+/** Waits until the warehouse in `dir` holds the simulator's runs as of now and its catalog. */
+export async function untilExact(s: SimProcess, dir: string, workers: readonly RunningWorker[], timeoutMs: number) {
+  const want = truth(s, s.clock.now());
+  await eventually(
+    async () => (await diffFacts(want, dir)).length === 0 && (await diffCatalog(s, dir)).length === 0,
+    timeoutMs,
+    async () =>
+      `${(await diffFacts(want, dir)).length} runs differ; ` +
+      workers.map((w) => w.output().slice(-2000)).join('\n---\n'),
+  );
+  return want;
 }

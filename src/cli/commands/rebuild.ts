@@ -2,8 +2,9 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/paths.ts';
-import { prepareWarehouseDir, progressEvery, shareGroup } from '../../config/index.ts';
+import { prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
 import { exportParquet } from '../../export/parquet.ts';
+import { openParquetTarget } from '../../export/target.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
 import { withWarehouse } from '../../warehouse/open.ts';
@@ -19,6 +20,7 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
     .action(async (o: { export: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
       const share = shareGroup(ctx.env);
+      const storage = storageConfig(ctx.env, dir);
       prepareWarehouseDir(dir, share);
       let files = 0;
       for (const e of ARCHIVE_ENDPOINTS) files += (await listArchiveFiles(dir, e)).length;
@@ -27,7 +29,7 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
           `the raw archive ${rawDir(dir)} is empty; rebuilding would empty the warehouse, so nothing was done`,
         );
       }
-      const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty });
+      const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty, secrets: storage.secrets });
       const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
       const r = await rebuildInPlace(dir, { logger }).finally(stop);
       const rows = [
@@ -43,7 +45,10 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
         ctx.out(`filled for all history from the raw archive, new since the last load: ${r.newColumns.join(', ')}`);
       }
       if (o.export) {
-        const e = await withWarehouse(dir, { logger, share }, (wh) => exportParquet(wh, { full: true }));
+        const parquet = openParquetTarget(storage, { logger, share });
+        const e = await withWarehouse(dir, { logger, share }, (wh) =>
+          exportParquet(wh, { full: true, target: parquet.target }),
+        ).finally(() => parquet.close());
         ctx.out(`rewrote the Parquet tree: ${e.written.length} file(s) in ${(e.durationMs / 1000).toFixed(1)} s`);
       }
       setExit(EXIT_OK);

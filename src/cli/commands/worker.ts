@@ -4,6 +4,7 @@ import { configuredLogger, ensureWritableDir, loadConfig, prepareWarehouseDir } 
 import { workerSettings } from '../../worker/config.ts';
 import { startWorker, WorkerStartAbortedError } from '../../worker/main.ts';
 import { type CliContext, EXIT_OK, UsageError } from '../context.ts';
+import { checkBucket } from './store-check.ts';
 
 // `runsync worker`: runs until SIGTERM or SIGINT, then stops within the grace period, finishing
 // or handing back what it was doing. Stopped while it starts (Redis unreachable), it gives up at
@@ -31,7 +32,10 @@ export function workerCommand(ctx: CliContext, setExit: (code: number) => void):
       const config = loadConfig(ctx.env);
       const settings = workerSettings(ctx.env, config.warehouseDir);
       prepareWarehouseDir(config.warehouseDir, config.share);
-      ensureWritableDir(settings.stagingDir, 'RUNSYNC_STAGING_DIR');
+      const stagingSetting = ctx.env.RUNSYNC_STAGING_DIR?.trim() ? 'RUNSYNC_STAGING_DIR' : 'RUNSYNC_STAGING_URL';
+      if (settings.staging.kind === 'folder') ensureWritableDir(settings.staging.dir, stagingSetting);
+      await checkBucket(settings.staging, config.storage.s3, stagingSetting);
+      await checkBucket(config.storage.parquet, config.storage.s3, 'RUNSYNC_PARQUET_URL');
       const logger = configuredLogger(config, { pretty: ctx.isTty });
       let worker: Awaited<ReturnType<typeof startWorker>>;
       try {
