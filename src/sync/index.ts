@@ -9,7 +9,7 @@ export {
   syncLiveWindow,
   WATERMARK_KEY,
 } from './live.ts';
-export { isOpenRun, OPEN_RUN_SQL, planTicketBatches, refreshOpenRuns } from './open-runs.ts';
+export { isOpenRun, openRunSql, planTicketBatches, refreshOpenRuns } from './open-runs.ts';
 export { PassError, type PassOptions, type PassResult, runPass } from './pass.ts';
 export { retryPending } from './pending.ts';
 export { createEngine, DEFAULT_SETTINGS, type Engine, type EngineOptions } from './setup.ts';

@@ -1,16 +1,19 @@
+import { listValue } from '@duckdb/node-api';
 import { FilterError, type RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
+import { type OpenRunCheck, recheckDue } from './open-due.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { readSlice } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
-// resume, or with its resolution pending. Such runs are re-checked every pass until they settle,
-// however old, up to the open-run horizon.
+// resume, or with its resolution pending. Such runs are re-checked until they settle, however old,
+// up to the open-run horizon: every pass, or as they come due when passes come back to back
+// (open-due.ts).
 //
 // The cheapest check the API allows is the runs list filtered by ticket id: one request answers
 // for up to 200 tickets (up to 100 runs a page), bounded by the created times of the runs asked
@@ -29,29 +32,42 @@ export function isOpenRun(
   );
 }
 
-/** The same rule over the runs table. */
-export const OPEN_RUN_SQL = `(status IN ('running', 'paused') OR approval_waiting_for_approval IS TRUE
-  OR scheduled_resume_at IS NOT NULL OR resolution_type = 'pending')`;
+/** The same rule over the runs table, its columns named through `alias`. */
+export function openRunSql(alias = 'runs'): string {
+  const c = (name: string) => `${alias}.${name}`;
+  return `(${c('status')} IN ('running', 'paused') OR ${c('approval_waiting_for_approval')} IS TRUE
+    OR ${c('scheduled_resume_at')} IS NOT NULL OR ${c('resolution_type')} = 'pending')`;
+}
 
 export const TICKETS_PER_REQUEST = 200;
 const MAX_TICKET_ID_LENGTH = 200;
 const DETAILS_PER_ITEM = 100;
 
-export interface OpenRun {
+export interface OpenRun extends OpenRunCheck {
   id: string;
   ticketId: string | null;
   createdAt: Micros;
-  updatedAt: Micros;
 }
 
+/** The open runs created in [from, before), with when a pass last looked at each. */
 export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Promise<OpenRun[]> {
-  const rows = await wh.all<{ id: string; t: string | null; c: bigint; u: bigint }>(
-    `SELECT id, ticket_id AS t, epoch_us(created_at) AS c, epoch_us(updated_at) AS u FROM runs
-     WHERE ${OPEN_RUN_SQL} AND created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')}
-     ORDER BY created_at, id`,
+  const rows = await wh.all<{ id: string; t: string | null; c: bigint; u: bigint; l: bigint | null; s: bigint | null }>(
+    `SELECT r.id, r.ticket_id AS t, epoch_us(r.created_at) AS c, epoch_us(r.updated_at) AS u,
+       epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s
+     FROM runs r LEFT JOIN _sync_open_runs o ON o.run_id = r.id
+     WHERE ${openRunSql('r')} AND r.created_at >= ${US_TO_TSTZ('$1')} AND r.created_at < ${US_TO_TSTZ('$2')}
+     ORDER BY r.created_at, r.id`,
     [BigInt(from), BigInt(before)],
   );
-  return rows.map((r) => ({ id: r.id, ticketId: r.t, createdAt: Number(r.c), updatedAt: Number(r.u) }));
+  const n = (v: bigint | null) => (v === null ? null : Number(v));
+  return rows.map((r) => ({
+    id: r.id,
+    ticketId: r.t,
+    createdAt: Number(r.c),
+    updatedAt: Number(r.u),
+    lastCheckedAt: n(r.l),
+    scheduledResumeAt: n(r.s),
+  }));
 }
 
 export interface TicketBatch {
@@ -85,16 +101,20 @@ export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBa
   return { batches, byId };
 }
 
-/** Re-checks the open runs created in [from, before); `before` is where this pass's window began. */
+/**
+ * Re-checks the open runs created in [from, before) that are due; `before` is where this pass's
+ * window began. Returns the ids of the runs it looked at.
+ */
 export async function refreshOpenRuns(
   deps: SyncDeps,
   from: Micros,
   before: Micros,
   counts: RunCounts,
-): Promise<number> {
-  if (before <= from) return 0;
-  const open = await deps.gate.use((wh) => openRuns(wh, from, before));
-  if (open.length === 0) return 0;
+): Promise<string[]> {
+  if (before <= from) return [];
+  const now = deps.now();
+  const open = (await deps.gate.use((wh) => openRuns(wh, from, before))).filter((r) => recheckDue(r, now));
+  if (open.length === 0) return [];
   const { batches, byId } = planTicketBatches(open);
   const fetcher = detailSource(deps);
   try {
@@ -159,24 +179,46 @@ export async function refreshOpenRuns(
   } finally {
     fetcher.close();
   }
-  return open.length;
+  return open.map((r) => r.id);
 }
 
-/** Keeps _sync_open_runs equal to the open runs inside the horizon, for status and metrics. */
-export async function recordOpenRuns(wh: Warehouse, horizonStart: Micros, checkedAt: Micros): Promise<number> {
+/**
+ * Keeps _sync_open_runs equal to the open runs inside the horizon, for status, metrics and the
+ * next pass: a run looked at now (re-checked, listed in the live window from `listedFrom` on, or
+ * just opened) is marked so; the others keep when they were last looked at.
+ */
+export async function recordOpenRuns(
+  wh: Warehouse,
+  horizonStart: Micros,
+  checkedAt: Micros,
+  listedFrom: Micros,
+  checked: readonly string[],
+): Promise<number> {
   return wh.transaction(async (tx) => {
+    // A list parameter needs an item to have a type.
+    if (checked.length)
+      await tx.run(`CREATE OR REPLACE TEMP TABLE _open_checked AS SELECT unnest($1::VARCHAR[]) AS run_id`, [
+        listValue([...checked]),
+      ]);
+    else await tx.run(`CREATE OR REPLACE TEMP TABLE _open_checked (run_id VARCHAR)`);
+    await tx.run(`CREATE OR REPLACE TEMP TABLE _open_before AS SELECT run_id, last_checked_at FROM _sync_open_runs`);
     await tx.run(`DELETE FROM _sync_open_runs`);
     await tx.run(
       `INSERT INTO _sync_open_runs
-       SELECT id, created_at, updated_at,
-         CASE WHEN status IN ('running', 'paused') THEN status
-              WHEN approval_waiting_for_approval IS TRUE THEN 'waiting_for_approval'
-              WHEN scheduled_resume_at IS NOT NULL THEN 'scheduled_to_resume'
+       SELECT r.id, r.created_at, r.updated_at,
+         CASE WHEN r.status IN ('running', 'paused') THEN r.status
+              WHEN r.approval_waiting_for_approval IS TRUE THEN 'waiting_for_approval'
+              WHEN r.scheduled_resume_at IS NOT NULL THEN 'scheduled_to_resume'
               ELSE 'resolution_pending' END,
-         ${US_TO_TSTZ('$2')}
-       FROM runs WHERE ${OPEN_RUN_SQL} AND created_at >= ${US_TO_TSTZ('$1')}`,
-      [BigInt(horizonStart), BigInt(checkedAt)],
+         CASE WHEN b.last_checked_at IS NULL OR r.created_at >= ${US_TO_TSTZ('$3')}
+                OR r.id IN (SELECT run_id FROM _open_checked)
+              THEN ${US_TO_TSTZ('$2')} ELSE b.last_checked_at END
+       FROM runs r LEFT JOIN _open_before b ON b.run_id = r.id
+       WHERE ${openRunSql('r')} AND r.created_at >= ${US_TO_TSTZ('$1')}`,
+      [BigInt(horizonStart), BigInt(checkedAt), BigInt(listedFrom)],
     );
+    await tx.run(`DROP TABLE _open_checked`);
+    await tx.run(`DROP TABLE _open_before`);
     const [r] = await tx.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_open_runs`);
     return Number(r?.n ?? 0);
   });

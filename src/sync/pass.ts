@@ -105,6 +105,7 @@ export class PassError extends OperationError<PassResult> {
 
 async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
   try {
+    let checked: string[] = [];
     const window = await syncLiveWindow(deps, result.runs);
     result.window = window;
     const horizonStart = deps.now() - deps.settings.openRunHorizon;
@@ -112,14 +113,18 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
       // Every run of the horizon is listed, the open ones with the rest.
       result.reconciled = await reconcileHorizon(deps, window.from, result.runs);
     } else {
-      result.openRunsChecked = await refreshOpenRuns(deps, horizonStart, window.from, result.runs);
+      checked = await refreshOpenRuns(deps, horizonStart, window.from, result.runs);
+      result.openRunsChecked = checked.length;
       result.rolling = await rollHorizon(deps, window.from, result.runs);
     }
     const passes = await deps.gate.use((wh) =>
       wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
     );
     result.pendingRetried = await retryPending(deps, result.runs, Number(passes[0]?.n ?? 0));
-    result.openRunsTracked = await deps.gate.use((wh) => recordOpenRuns(wh, horizonStart, deps.now()));
+    const listedFrom = options.reconcile ? horizonStart : window.from;
+    result.openRunsTracked = await deps.gate.use((wh) =>
+      recordOpenRuns(wh, horizonStart, deps.now(), listedFrom, checked),
+    );
   } catch (e) {
     if (!(e instanceof PermissionError)) throw e;
     result.errors.push(deniedLine('runs', e.scope, e.message));

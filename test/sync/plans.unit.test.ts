@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { ListPage, RunSummary } from '../../src/api/index.ts';
+import { RECHECK_MAX, RECHECK_MIN, recheckDue } from '../../src/sync/open-due.ts';
 import { isOpenRun, type OpenRun, planTicketBatches, TICKETS_PER_REQUEST } from '../../src/sync/open-runs.ts';
 import { judge } from '../../src/sync/walk.ts';
 import { runsWindow, slices } from '../../src/sync/window.ts';
-import { MICROS_PER_DAY, MICROS_PER_MINUTE, parseTimestamp } from '../../src/util/timestamp.ts';
+import { MICROS_PER_DAY, MICROS_PER_MINUTE, MICROS_PER_SECOND, parseTimestamp } from '../../src/util/timestamp.ts';
 
 // The plans a pass makes before it sends anything: its window of created time and the slices of a
 // range, which listed runs need their detail, and how open runs are grouped into ticket requests.
@@ -133,6 +134,8 @@ describe('open runs', () => {
     ticketId,
     createdAt: 1_000 + i,
     updatedAt: 2_000 + i,
+    lastCheckedAt: null,
+    scheduledResumeAt: null,
   });
 
   it(`are asked about ${TICKETS_PER_REQUEST} tickets a request, runs of one ticket together`, () => {
@@ -158,5 +161,34 @@ describe('open runs', () => {
     expect(byId.map((r) => r.id)).toEqual(['r1', 'r2', 'r3']);
     expect(batches).toHaveLength(1);
     expect(batches[0]?.tickets).toEqual(['ok']);
+  });
+});
+
+describe('open runs due for a re-check', () => {
+  const SEC = MICROS_PER_SECOND;
+  const now = 1_000_000 * SEC;
+  const run = (quietFor: number, lookedAgo: number | null, resumeIn: number | null = null) => ({
+    updatedAt: now - (lookedAgo ?? 0) - quietFor,
+    lastCheckedAt: lookedAgo === null ? null : now - lookedAgo,
+    scheduledResumeAt: resumeIn === null ? null : now + resumeIn,
+  });
+
+  it('are those never looked at, and those quiet for a while looked at an eighth of that ago', () => {
+    expect(recheckDue(run(0, null), now)).toBe(true);
+    // Quiet for 8 minutes when last looked at: due a minute later, not before.
+    expect(recheckDue(run(8 * MIN, 59 * SEC), now)).toBe(false);
+    expect(recheckDue(run(8 * MIN, 60 * SEC), now)).toBe(true);
+  });
+
+  it('are looked at no more often than RECHECK_MIN, and never less often than RECHECK_MAX', () => {
+    expect(recheckDue(run(0, RECHECK_MIN - 1), now)).toBe(false);
+    expect(recheckDue(run(0, RECHECK_MIN), now)).toBe(true);
+    expect(recheckDue(run(30 * MICROS_PER_DAY, RECHECK_MAX - 1), now)).toBe(false);
+    expect(recheckDue(run(30 * MICROS_PER_DAY, RECHECK_MAX), now)).toBe(true);
+  });
+
+  it('include a run scheduled to resume as soon as its time has come', () => {
+    expect(recheckDue(run(MICROS_PER_DAY, SEC, -1), now)).toBe(true);
+    expect(recheckDue(run(MICROS_PER_DAY, SEC, 60 * SEC), now)).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { LIVE_KEY, PassError, runPass, type WalkState } from '../../src/sync/index.ts';
+import { RECHECK_MAX } from '../../src/sync/open-due.ts';
 import { getState, openWarehouse, setState } from '../../src/warehouse/index.ts';
 import { diffWithTruth, engineFor, perTest, SETTLE } from './kit.ts';
 
@@ -93,14 +94,23 @@ describe('checkpoints and costs', () => {
     expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
   });
 
-  it('a pass with nothing new fetches no detail and reads the open runs in batches', async () => {
+  it('a pass with nothing new fetches no detail and reads the open runs in batches, as they come due', async () => {
     const sim = await each.sim({ seed: 43, size: 1500 });
     const dir = each.dir();
     const engine = engineFor({ sim, dir: dir });
+    // Every open run comes due again within RECHECK_MAX; the simulator's clock stands still, so
+    // nothing has changed meanwhile.
+    const later = engineFor({ sim, dir, options: { now: () => sim.clock.now() + RECHECK_MAX } });
     try {
       await runPass(engine.deps);
+      // Passes back to back: none of the open runs is due yet, and none is listed again.
       sim.counters.reset();
-      const r = await runPass(engine.deps);
+      const again = await runPass(engine.deps);
+      expect(again.openRunsChecked).toBe(0);
+      expect(sim.counters.count('runs.list')).toBe(again.runs.pages);
+      expect(again.runs.pages).toBeLessThanOrEqual(again.rolling?.step ? 3 : 1);
+      sim.counters.reset();
+      const r = await runPass(later.deps);
       const open = r.openRunsChecked;
       expect(open).toBeGreaterThan(30);
       expect(sim.counters.count('runs.get')).toBe(0);
@@ -112,6 +122,7 @@ describe('checkpoints and costs', () => {
       expect(r.runs.unchanged).toBeGreaterThanOrEqual(open);
     } finally {
       await engine.close();
+      await later.close();
     }
   });
 });
