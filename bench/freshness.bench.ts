@@ -24,6 +24,7 @@ import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.t
 const R = 50;
 const RUNS_PER_DAY = 33_333;
 const NOW = parseTimestamp('2026-03-01T00:00:00Z') as Micros;
+const CATALOG = { tools: 3000, agents: 200, guidelines: 1500, guardrails: 500, runbooks: 1000 };
 
 interface Case {
   size: number;
@@ -76,6 +77,9 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
     now: NOW,
     clock: 'wall',
     rateLimit: { perKey: { limit: R, windowSeconds: 1 } },
+    // A large catalog, so that some of it is edited in the minutes measured (a default one sees a
+    // few edits a day); the catch-up pass loads it.
+    catalog: CATALOG,
   });
   const config = loadConfig({
     RUNSYNC_API_URL: sim.url,
