@@ -171,7 +171,10 @@ function span(a: Sample, b: Sample, constrained: boolean): Measure | null {
 
 /** A first figure's rate: the bucket refills to full by Reset, or a window of that length. */
 function provisional(b: BucketEstimate, o: Sample): number | null {
-  const w = b.windowMs ?? (o.resetAtMs === null ? null : Math.max(1000, o.resetAtMs - o.at));
+  // Reset comes in whole seconds, rounded up: one figure just before a second's end would teach a
+  // window a second too long, halving the rate, so the seconds to Reset are rounded down.
+  const seconds = o.resetAtMs === null ? null : Math.floor((o.resetAtMs - o.at) / 1000);
+  const w = b.windowMs ?? (seconds === null ? null : Math.max(1, seconds) * 1000);
   return w === null ? null : (b.limit * 1000) / w;
 }
 
