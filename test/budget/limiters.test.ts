@@ -58,3 +58,21 @@ describe('a fixed window', () => {
     expect(r.limited).toBe(0);
   });
 });
+
+describe('a sliding log', () => {
+  it.each([50, 200])(
+    'learns %i/s within 5 percent from Resets rounded up to whole seconds, with no 429',
+    async (rate) => {
+      // The log's Reset is when its oldest request leaves, rounded up: a second late as often as not.
+      // Read as a window's end it would teach a window twice as long and half the rate.
+      const r = await runHarness({
+        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
+        seconds: SECONDS,
+        reserve: 0,
+      });
+      expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
+      expect(r.limited / r.requests).toBeLessThanOrEqual(0.005);
+      expect(r.busiestSecond).toBeLessThanOrEqual(rate);
+    },
+  );
+});
