@@ -324,8 +324,11 @@ export function learn(
     // that, and on what comes back until the latest of them starts: turns already handed out reach
     // past the figure (a queue of callers), and counting them all against its moment alone would
     // hold the next caller back by the whole queue's worth of refill.
+    // Unless the bucket is known to refill as it goes, nothing is counted back before the
+    // figure's Reset: a sliding log gives room back only as its oldest requests leave.
     const levelAt = Math.max(b.last.at, b.levelAt);
-    const refill = (creditRate(b, policy) * (levelAt - b.last.at)) / 1000;
+    const from = b.guess === 'bucket' ? b.last.at : Math.max(b.last.at, b.last.resetAtMs ?? b.last.at);
+    const refill = (creditRate(b, policy) * Math.max(0, levelAt - from)) / 1000;
     const level = Math.min(b.limit, b.last.remaining + refill - sentSince(next, b, b.last));
     b = { ...b, level, levelAt };
   }
