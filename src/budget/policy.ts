@@ -106,7 +106,9 @@ function figureAt(b: BucketEstimate, atMs: number) {
 
 /** The window a limiter would run if it ran one: learned from Reset's steps, else limit ÷ rate. */
 function windowOf(b: BucketEstimate): number | null {
-  if (b.windowMs !== null) return b.windowMs;
+  // Reset's steps teach a window only once the figures say the limiter runs windows: a sliding
+  // log's or a bucket's Reset steps as far apart as the figures lie.
+  if (b.windowMs !== null && b.guess === 'window') return b.windowMs;
   return b.rate === null || b.rate <= 0 ? null : Math.max(1000, (b.limit * 1000) / b.rate);
 }
 
