@@ -2,7 +2,7 @@ import { loadConfig } from '../src/config/index.ts';
 import { runBackfill } from '../src/sync/backfill.ts';
 import { createEngine, runPass } from '../src/sync/index.ts';
 import { limitHeapGrowth } from '../src/util/heap-growth.ts';
-import { silentLogger } from '../src/util/logger.ts';
+import { createLogger } from '../src/util/logger.ts';
 import { MICROS_PER_HOUR, type Micros } from '../src/util/timestamp.ts';
 
 // One command of the scale bench in a fresh process, as `runsync sync` or `runsync backfill` runs
@@ -27,7 +27,9 @@ const config = loadConfig({
   RUNSYNC_START_DATE: startDate,
   RUNSYNC_RECONCILE_EVERY: process.env.RUNSYNC_RECONCILE_EVERY ?? 'off',
 });
-const engine = createEngine(config, { logger: silentLogger(), signal: new AbortController().signal, now });
+// BENCH_CHILD_LOG=debug shows where a pass spends its time (on stderr).
+const logger = createLogger({ level: process.env.BENCH_CHILD_LOG ?? 'silent' });
+const engine = createEngine(config, { logger, signal: new AbortController().signal, now });
 const t0 = performance.now();
 let out: Record<string, number>;
 try {

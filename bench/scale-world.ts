@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { ArchiveWriter } from '../src/archive/writer.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
+import { toJsonText } from '../src/warehouse/json-text.ts';
 import type { WorldSpec } from './world-warehouse.ts';
 
 // What the scale bench shares: its worlds (the freshness bench's: seed 83, about 33,333 runs a
@@ -46,7 +47,7 @@ export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promis
       updatedAt: detail.updated_at,
       fetchedAt: at,
       listedAt: null,
-      payload: JSON.stringify(d),
+      payload: toJsonText(d),
     });
     at += 10;
     if (++n % FILE_RUNS === 0) {
