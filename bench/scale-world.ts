@@ -76,6 +76,8 @@ export interface Timed {
   peakMb: number;
   stdout: string;
   code: number | null;
+  /** Why the command failed (its message), or null. */
+  failure: string | null;
 }
 
 /** Runs a command under GNU time: its wall time and its peak resident memory. */
@@ -92,8 +94,8 @@ export function timed(args: readonly string[], env: NodeJS.ProcessEnv): Promise<
       const wallMs = performance.now() - t0;
       const kb = /Maximum resident set size \(kbytes\): (\d+)/.exec(stderr);
       if (!kb) return reject(new Error(`no peak RSS for ${args.join(' ')}: ${stderr.slice(-500)}`));
-      if (code !== 0) return reject(new Error(`${args.join(' ')} exited with ${code}: ${stderr.slice(-1500)}`));
-      resolve({ wallMs, peakMb: Number(kb[1]) / 1024, stdout, code });
+      const failure = code === 0 ? null : (/runsync: (.*)/.exec(stderr)?.[1] ?? `exit ${code}`).slice(0, 120);
+      resolve({ wallMs, peakMb: Number(kb[1]) / 1024, stdout, code, failure });
     });
   });
 }

@@ -16,7 +16,8 @@ import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.t
 // (world-warehouse.ts); its raw archive too, for `rebuild`. Steady passes run 5 minutes of the
 // world's time after the last, so each size has the same changes to fetch (the worlds create the
 // same runs a day); rolling reconciliation is off for them, since it re-checks a share of the
-// whole horizon by design.
+// whole horizon by design. BENCH_SCALE_SKIP=rebuild,first leaves those out (for 1,000,000 they take
+// an hour).
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'runsync.js');
@@ -42,7 +43,15 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
   const add = (metric: string, value: number, unit: string, goal = '', note = '') =>
     rows.push({ bench: 'scale', metric: `${metric}, ${label}`, value, unit, goal, note });
   const rss = (what: string, t: Timed, note = '') =>
-    add(`peak RSS ${what}`, Math.round(t.peakMb), 'MB', `< ${GOAL_MB}`, `${(t.wallMs / 1000).toFixed(1)} s${note}`);
+    add(
+      `peak RSS ${what}`,
+      Math.round(t.peakMb),
+      'MB',
+      `< ${GOAL_MB}`,
+      `${(t.wallMs / 1000).toFixed(1)} s${note}${t.failure ? `; FAILED: ${t.failure}` : ''}`,
+    );
+  const skip = (process.env.BENCH_SCALE_SKIP ?? '').split(',');
+  const lastJson = <T>(t: Timed): T => JSON.parse(t.stdout.trim().split('\n').at(-1) || '{}') as T;
   const root = mkdtempSync(join(tmpdir(), 'runsync-bench-scale-'));
   try {
     const dir = join(root, 'w');
@@ -55,7 +64,7 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
       };
       await pass();
       const steady = await pass();
-      const s = JSON.parse(steady.stdout.trim().split('\n').at(-1) as string) as { listed: number; fetched: number };
+      const s = lastJson<{ listed: number; fetched: number }>(steady);
       rss('sync (steady pass)', steady, `; ${s.listed} listed, ${s.fetched} fetched`);
       add(
         'steady pass wall, 5 min of changes',
@@ -74,7 +83,7 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
         String(NOW - MICROS_PER_HOUR),
         String(NOW),
       ]);
-      const b = JSON.parse(back.stdout.trim().split('\n').at(-1) as string) as { fetched: number };
+      const b = lastJson<{ fetched: number }>(back);
       rss('backfill --force (last hour)', back, `; ${b.fetched} fetched`);
     } finally {
       await sim.close();
@@ -92,25 +101,27 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
     add('duckdb bytes per run', Math.round(bytesUnder(join(dir, 'runsync.duckdb')) / size), 'B');
     add('Parquet bytes per run', Math.round(bytesUnder(join(dir, 'parquet')) / size), 'B');
 
-    const raw = await rawArchive(w, log);
-    add('raw archive bytes per run', Math.round(bytesUnder(join(raw, 'raw')) / size), 'B');
-    const rebuilt = join(root, 'r');
-    cpSync(raw, rebuilt, { recursive: true, filter: (src) => !src.endsWith('.complete') });
-    const rebuild = await cli(['rebuild'], rebuilt);
-    rss('rebuild', rebuild);
-    add('rebuild runs/s', Math.round(size / (rebuild.wallMs / 1000)), 'runs/s', '>= 1700');
-    const updated = bytesUnder(join(dir, 'runsync.duckdb'));
-    const fresh = bytesUnder(join(rebuilt, 'runsync.duckdb'));
-    add(
-      'duckdb after passes / fresh load',
-      updated / fresh,
-      '',
-      '<= 1.2',
-      `${(updated / 1e6).toFixed(0)} MB against a rebuild's ${(fresh / 1e6).toFixed(0)} MB`,
-    );
-    rmSync(rebuilt, { recursive: true, force: true });
+    if (!skip.includes('rebuild')) {
+      const raw = await rawArchive(w, log);
+      add('raw archive bytes per run', Math.round(bytesUnder(join(raw, 'raw')) / size), 'B');
+      const rebuilt = join(root, 'r');
+      cpSync(raw, rebuilt, { recursive: true, filter: (src) => !src.endsWith('.complete') });
+      const rebuild = await cli(['rebuild'], rebuilt);
+      rss('rebuild', rebuild);
+      add('rebuild runs/s', Math.round(size / (rebuild.wallMs / 1000)), 'runs/s', '>= 1700', 'whole command');
+      const updated = bytesUnder(join(dir, 'runsync.duckdb'));
+      const fresh = bytesUnder(join(rebuilt, 'runsync.duckdb'));
+      add(
+        'duckdb after passes / fresh load',
+        updated / fresh,
+        '',
+        '<= 1.2',
+        `${(updated / 1e6).toFixed(0)} MB against a rebuild's ${(fresh / 1e6).toFixed(0)} MB`,
+      );
+      rmSync(rebuilt, { recursive: true, force: true });
+    }
 
-    if (size <= firstSyncMax) {
+    if (size <= firstSyncMax && !skip.includes('first')) {
       const first = join(root, 'f');
       const sim2 = await startSimulator({ port: 0, seed: w.seed, size, days: w.days, now: NOW, clock: 'manual' });
       try {
