@@ -40,8 +40,11 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
   const w: WorldSpec = scaleWorld(size);
   const rows: BenchRow[] = [];
   const label = `${size.toLocaleString('en-US')} runs`;
-  const add = (metric: string, value: number, unit: string, goal = '', note = '') =>
+  // Each row is logged as it is measured too: the largest sizes take long, and a cut run keeps them.
+  const add = (metric: string, value: number, unit: string, goal = '', note = '') => {
     rows.push({ bench: 'scale', metric: `${metric}, ${label}`, value, unit, goal, note });
+    log(`${metric}, ${label}: ${Number.isInteger(value) ? value : value.toFixed(2)} ${unit} ${note}`);
+  };
   const rss = (what: string, t: Timed, note = '') =>
     add(
       `peak RSS ${what}`,
