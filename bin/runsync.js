@@ -19,6 +19,12 @@ const flag =
     ? heapFlagFromEnv(process.env, [...process.execArgv, process.env.NODE_OPTIONS ?? ''])
     : null;
 if (flag === null) {
+  // Started again by the launcher below: a launcher killed outright (SIGKILL, which it cannot pass
+  // on) closes the channel, and the command goes with it rather than running on unseen.
+  if (process.env.RUNSYNC_HEAP_SET !== undefined && process.channel) {
+    process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
+    process.channel.unref();
+  }
   const { main } = await import(entry.href);
   process.exitCode = await main(process.argv.slice(2));
 } else {
@@ -26,7 +32,7 @@ if (flag === null) {
     process.execPath,
     [...process.execArgv, flag, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
     {
-      stdio: 'inherit',
+      stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, RUNSYNC_HEAP_SET: '1' },
     },
   );
