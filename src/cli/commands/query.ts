@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
-import { memoryBudgetOf } from '../../config/index.ts';
 import {
   cellForJson,
   cellForTable,
@@ -70,11 +69,7 @@ export function queryCommand(ctx: CliContext, setExit: (code: number) => void): 
       }
       let source: ReadSource;
       try {
-        const budget = memoryBudgetOf(ctx.env);
-        source = await openReadSource(dir, o.analytics ? 'analytics' : 'warehouse', {
-          lockWaitMs: o.wait * 1000,
-          budget,
-        });
+        source = await openReadSource(dir, o.analytics ? 'analytics' : 'warehouse', { lockWaitMs: o.wait * 1000 });
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
         ctx.err(`runsync: ${e.message} (runsync query --analytics "…")`);
