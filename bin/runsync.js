@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 // The CLI is compiled to dist/ by `npm install` (the prepare script); `npm start -- …` runs the sources.
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
@@ -8,5 +9,41 @@ if (!existsSync(fileURLToPath(entry))) {
   process.stderr.write('runsync: dist/ is missing; run `npm install` (or `npm run build`) first\n');
   process.exit(2);
 }
-const { main } = await import(entry.href);
-process.exitCode = await main(process.argv.slice(2));
+
+// V8 fixes its heap ceiling when the process starts, so the share of RUNSYNC_MEMORY_LIMIT that goes
+// to V8 is given by starting the command again with --max-old-space-size (unless one was given).
+// This process only waits for that one and passes stop signals on.
+const { heapFlagFromEnv } = await import(new URL('../dist/src/util/memory-budget.js', import.meta.url).href);
+const flag =
+  process.env.RUNSYNC_HEAP_SET === undefined
+    ? heapFlagFromEnv(process.env, [...process.execArgv, process.env.NODE_OPTIONS ?? ''])
+    : null;
+if (flag === null) {
+  // Started again by the launcher below: a launcher killed outright (SIGKILL, which it cannot pass
+  // on) closes the channel, and the command goes with it rather than running on unseen.
+  if (process.env.RUNSYNC_HEAP_SET !== undefined && process.channel) {
+    process.on('disconnect', () => process.kill(process.pid, 'SIGKILL'));
+    process.channel.unref();
+  }
+  const { main } = await import(entry.href);
+  process.exitCode = await main(process.argv.slice(2));
+} else {
+  const child = spawn(
+    process.execPath,
+    [...process.execArgv, flag, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    {
+      stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
+      env: { ...process.env, RUNSYNC_HEAP_SET: '1' },
+    },
+  );
+  // Ctrl-C at a terminal reaches both processes already; passed on, it would count as a second stop.
+  const forwarded = process.stdin.isTTY ? ['SIGTERM', 'SIGHUP'] : ['SIGTERM', 'SIGHUP', 'SIGINT'];
+  for (const s of forwarded) process.on(s, () => child.kill(s));
+  if (process.stdin.isTTY) process.on('SIGINT', () => undefined);
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      for (const s of forwarded) process.removeAllListeners(s);
+      process.kill(process.pid, signal);
+    } else process.exit(code ?? 1);
+  });
+}

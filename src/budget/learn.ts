@@ -151,7 +151,7 @@ function lowerBound(samples: readonly Sample[]): Measure | null {
   let best: Measure | null = null;
   for (let i = 0; i < samples.length; i++) {
     for (let j = i + 1; j < samples.length; j++) {
-      const m = span(samples[i] as Sample, samples[j] as Sample, false);
+      const m = windowed(samples[i] as Sample, samples[j] as Sample);
       if (m) {
         if (best === null || m.rate > best.rate) best = m;
         break;
@@ -159,6 +159,20 @@ function lowerBound(samples: readonly Sample[]): Measure | null {
     }
   }
   return best;
+}
+
+/**
+ * A span's rate, no more than what came back per second of Reset's own steps: a window's room comes
+ * back whole at each Reset, so a span holding one more Reset than its length's share reads high by
+ * a window's worth, while Reset moves on by exactly the windows it crossed. A bucket's Reset moves
+ * with what it holds, and the lesser reading is still a bound.
+ */
+function windowed(a: Sample, b: Sample): Measure | null {
+  const m = span(a, b, false);
+  if (m === null || a.resetAtMs === null || b.resetAtMs === null) return m;
+  const stepped = b.resetAtMs - a.resetAtMs;
+  if (stepped < MIN_SPAN_MS) return m;
+  return { ...m, rate: Math.min(m.rate, (m.rate * (b.at - a.at)) / stepped) };
 }
 
 function span(a: Sample, b: Sample, constrained: boolean): Measure | null {
@@ -171,7 +185,10 @@ function span(a: Sample, b: Sample, constrained: boolean): Measure | null {
 
 /** A first figure's rate: the bucket refills to full by Reset, or a window of that length. */
 function provisional(b: BucketEstimate, o: Sample): number | null {
-  const w = b.windowMs ?? (o.resetAtMs === null ? null : Math.max(1000, o.resetAtMs - o.at));
+  // Reset comes in whole seconds, rounded up: one figure just before a second's end would teach a
+  // window a second too long, halving the rate, so the seconds to Reset are rounded down.
+  const seconds = o.resetAtMs === null ? null : Math.floor((o.resetAtMs - o.at) / 1000);
+  const w = b.windowMs ?? (seconds === null ? null : Math.max(1, seconds) * 1000);
   return w === null ? null : (b.limit * 1000) / w;
 }
 

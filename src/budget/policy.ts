@@ -19,6 +19,8 @@ const PROBE_MIN_MS = 1_000;
 const PROBE_MAX_MS = 10_000;
 const PROBE_REQUESTS = 40;
 const EXPLORE = 1.05;
+/** Figures a rate must rest on before it counts as a lower bound worth exploring above. */
+const BOUND_FIGURES = 3;
 /** How many recent figures, and how far back, bound a window's room (see windowRoom). */
 const REORDER_FIGURES = 6;
 const REORDER_MS = 1_000;
@@ -104,7 +106,9 @@ function figureAt(b: BucketEstimate, atMs: number) {
 
 /** The window a limiter would run if it ran one: learned from Reset's steps, else limit ÷ rate. */
 function windowOf(b: BucketEstimate): number | null {
-  if (b.windowMs !== null) return b.windowMs;
+  // Reset's steps teach a window only once the figures say the limiter runs windows: a sliding
+  // log's or a bucket's Reset steps as far apart as the figures lie.
+  if (b.windowMs !== null && b.guess === 'window') return b.windowMs;
   return b.rate === null || b.rate <= 0 ? null : Math.max(1000, (b.limit * 1000) / b.rate);
 }
 
@@ -160,7 +164,10 @@ function bucketRoom(b: BucketEstimate, atMs: number, policy: BudgetPolicy): numb
  * and the rate is measured, or it does not and the bound rises.
  */
 function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
-  return (b.rate ?? 0) * (1 - policy.reserve) * (b.measured ? 1 : EXPLORE);
+  // A rate read from the first figures alone is a guess, not a bound: crediting above it would
+  // only find the bucket's edge with a 429.
+  const bound = !b.measured && b.samples.length >= BOUND_FIGURES;
+  return (b.rate ?? 0) * (1 - policy.reserve) * (bound ? EXPLORE : 1);
 }
 
 /** Requests the bucket has room for at `atMs`, beyond the reserve. */
@@ -315,8 +322,17 @@ export function learn(
   let b = learnBucket(b0, fig, at, refused, surprised);
   const next = limited ? unsent(s, endpoint, grant) : s;
   if (b.last !== null && b.last !== b0.last && b.rate !== null) {
-    // The newest figure says what the bucket holds; the turns granted after its request draw on that.
-    b = { ...b, level: b.last.remaining - sentSince(next, b, b.last), levelAt: Math.max(b.last.at, b.levelAt) };
+    // The newest figure says what the bucket holds; the turns granted after its request draw on
+    // that, and on what comes back until the latest of them starts: turns already handed out reach
+    // past the figure (a queue of callers), and counting them all against its moment alone would
+    // hold the next caller back by the whole queue's worth of refill.
+    // Unless the bucket is known to refill as it goes, nothing is counted back before the
+    // figure's Reset: a sliding log gives room back only as its oldest requests leave.
+    const levelAt = Math.max(b.last.at, b.levelAt);
+    const from = b.guess === 'bucket' ? b.last.at : Math.max(b.last.at, b.last.resetAtMs ?? b.last.at);
+    const refill = (creditRate(b, policy) * Math.max(0, levelAt - from)) / 1000;
+    const level = Math.min(b.limit, b.last.remaining + refill - sentSince(next, b, b.last));
+    b = { ...b, level, levelAt };
   }
   return {
     ...next,

@@ -41,6 +41,10 @@ const SETTINGS: Record<string, readonly [Group, string]> = {
     'an AWS-format credentials file, read again when they expire (default: the AWS chain)',
   ],
   RUNSYNC_PROGRESS_EVERY: ['running', 'how often a progress line is logged during long work (default 10s; off)'],
+  RUNSYNC_MEMORY_LIMIT: [
+    'running',
+    "the process's memory budget: DuckDB's memory and threads, V8's heap, batch sizes (default 400MB)",
+  ],
   RUNSYNC_SHUTDOWN_GRACE: ['running', 'how long SIGTERM or Ctrl-C may take to stop the process (default 25s)'],
   REDIS_URL: ['queue', "the workers' Redis (redis://host:6379)"],
   RUNSYNC_QUEUE_PREFIX: ['queue', 'key prefix of the queues in Redis (default runsync)'],
@@ -75,9 +79,9 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   export: [...WRITE, ...PARQUET, ...RUNNING],
   rebuild: [...WRITE, ...PARQUET, ...RUNNING],
   worker: [...API, ...WRITE, ...PARQUET, ...PASS, ...QUEUE, ...inGroup('worker'), ...RUNNING],
-  status: ['RUNSYNC_WAREHOUSE_DIR', ...QUEUE],
-  query: ['RUNSYNC_WAREHOUSE_DIR'],
-  report: ['RUNSYNC_WAREHOUSE_DIR'],
+  status: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT', ...QUEUE],
+  query: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
+  report: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
   simulate: ['RUNSYNC_SHUTDOWN_GRACE'],
 };
 

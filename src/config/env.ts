@@ -3,8 +3,10 @@ import { resolve } from 'node:path';
 import { DEFAULT_RESERVE } from '../budget/rate.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
+import type { MemoryBudget } from '../util/memory-budget.ts';
 import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import { ConfigError } from './error.ts';
+import { memoryBudgetOf } from './memory.ts';
 import { shareGroup } from './share.ts';
 import { type StorageConfig, storageConfig } from './storage.ts';
 import { apiBaseUrl } from './url.ts';
@@ -52,6 +54,8 @@ export interface RunsyncConfig {
   readonly share: ShareGroup | null;
   /** RUNSYNC_PARQUET_URL, RUNSYNC_PARQUET_GRACE and the RUNSYNC_S3_* settings. */
   readonly storage: Omit<StorageConfig, 'secrets'>;
+  /** RUNSYNC_MEMORY_LIMIT, shared out between DuckDB, V8 and the batch sizes. */
+  readonly memory: MemoryBudget;
   /** Values no log line may show. */
   readonly secrets: readonly string[];
 }
@@ -251,6 +255,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     progressEveryMs: progressEvery(env),
     share: shareGroup(env),
     storage,
+    memory: memoryBudgetOf(env),
   };
   const secrets = [key, redis === null ? null : redisPassword(redis), ...storageSecrets].filter(
     (s): s is string => s !== null && s !== '',

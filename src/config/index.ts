@@ -9,6 +9,7 @@ export {
   type RunsyncConfig,
 } from './env.ts';
 export { ConfigError } from './error.ts';
+export { memoryBudgetOf } from './memory.ts';
 export { shareGroup } from './share.ts';
 export { type StorageConfig, storageConfig, storageLocation } from './storage.ts';
 export { apiBaseUrl, isLoopbackHost } from './url.ts';

@@ -1,6 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
+import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
@@ -53,7 +54,8 @@ export interface ExportResult {
   generation: number | null;
 }
 
-export const EXPORT_MEMORY_LIMIT = '192MB';
+/** The export's DuckDB memory at the default budget; a warehouse's own budget sets its own. */
+export const EXPORT_MEMORY_LIMIT = defaultMemoryBudget().exportMemoryLimit;
 
 const UNITS: Record<string, number> = {
   bytes: 1,
@@ -148,13 +150,14 @@ async function writeTree(
   };
   // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
   // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
-  // does not always hold: the export gets at least EXPORT_MEMORY_LIMIT for its run.
+  // does not always hold: the export gets at least its budget's share for its run.
   const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
   const threads = Number(setting?.t ?? wh.exportThreads);
   const memoryLimit = wh.memoryLimit;
-  const raiseMemory = sizeBytes(memoryLimit) < sizeBytes(EXPORT_MEMORY_LIMIT);
+  const exportLimit = wh.budget.exportMemoryLimit;
+  const raiseMemory = sizeBytes(memoryLimit) < sizeBytes(exportLimit);
   if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
-  if (raiseMemory) await wh.setMemoryLimit(EXPORT_MEMORY_LIMIT);
+  if (raiseMemory) await wh.setMemoryLimit(exportLimit);
   try {
     for (const plan of plans) await writePartition(wh, runTables, plan, tree, result);
     if (full) {

@@ -1,6 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
+import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
 import { openWarehouse } from '../warehouse/open.ts';
 import { sqlRunner } from '../warehouse/sql.ts';
 import { ANALYTICS_FILE, type SqlRunner } from '../warehouse/types.ts';
@@ -20,8 +21,10 @@ export interface ReadSource extends SqlRunner {
 export interface ReadSourceOptions {
   /** How long to retry while a writer holds runsync.duckdb (default 0). */
   lockWaitMs?: number;
-  /** DuckDB's memory_limit for the reader (default the warehouse's). */
+  /** DuckDB's memory_limit for the reader (default the budget's). */
   memoryLimit?: string;
+  /** The process's memory budget (default: RUNSYNC_MEMORY_LIMIT's default). */
+  budget?: MemoryBudget;
 }
 
 /** analytics.duckdb is not there: nothing was exported yet. */
@@ -41,15 +44,18 @@ export async function openReadSource(
     const wh = await openWarehouse(dir, {
       readOnly: true,
       lockWaitMs: options.lockWaitMs ?? 0,
+      ...(options.budget ? { budget: options.budget } : {}),
       ...(options.memoryLimit ? { memoryLimit: options.memoryLimit } : {}),
     });
     return { kind, file: wh.file, connection: wh.connection, run: wh.run, all: wh.all, close: () => wh.close() };
   }
   const file = join(dir, ANALYTICS_FILE);
   if (!existsSync(file)) throw new NoAnalyticsFileError(file);
+  const budget = options.budget ?? defaultMemoryBudget();
   const instance = await DuckDBInstance.create(file, {
     access_mode: 'READ_ONLY',
-    ...(options.memoryLimit ? { memory_limit: options.memoryLimit } : {}),
+    memory_limit: options.memoryLimit ?? budget.duckdbMemoryLimit,
+    threads: String(budget.exportThreads),
   });
   const connection = await instance.connect();
   const db = sqlRunner(connection);

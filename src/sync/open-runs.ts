@@ -201,24 +201,45 @@ export async function recordOpenRuns(
         listValue([...checked]),
       ]);
     else await tx.run(`CREATE OR REPLACE TEMP TABLE _open_checked (run_id VARCHAR)`);
-    await tx.run(`CREATE OR REPLACE TEMP TABLE _open_before AS SELECT run_id, last_checked_at FROM _sync_open_runs`);
-    await tx.run(`DELETE FROM _sync_open_runs`);
+    // The open set is read afresh (a scan of a few columns), but only what differs is written: a
+    // steady pass changes a few rows of the set, and rewriting all of them every pass would cost
+    // in proportion to the horizon and leave the file that many dead rows to reclaim.
     await tx.run(
-      `INSERT INTO _sync_open_runs
-       SELECT r.id, r.created_at, r.updated_at,
+      `CREATE OR REPLACE TEMP TABLE _open_now AS
+       SELECT r.id AS run_id, r.created_at, r.updated_at,
          CASE WHEN r.status IN ('running', 'paused') THEN r.status
               WHEN r.approval_waiting_for_approval IS TRUE THEN 'waiting_for_approval'
               WHEN r.scheduled_resume_at IS NOT NULL THEN 'scheduled_to_resume'
-              ELSE 'resolution_pending' END,
-         CASE WHEN b.last_checked_at IS NULL OR r.created_at >= ${US_TO_TSTZ('$3')}
-                OR r.id IN (SELECT run_id FROM _open_checked)
-              THEN ${US_TO_TSTZ('$2')} ELSE b.last_checked_at END
-       FROM runs r LEFT JOIN _open_before b ON b.run_id = r.id
-       WHERE ${openRunSql('r')} AND r.created_at >= ${US_TO_TSTZ('$1')}`,
-      [BigInt(horizonStart), BigInt(checkedAt), BigInt(listedFrom)],
+              ELSE 'resolution_pending' END AS reason
+       FROM runs r WHERE ${openRunSql('r')} AND r.created_at >= ${US_TO_TSTZ('$1')}`,
+      [BigInt(horizonStart)],
+    );
+    await tx.run(
+      `CREATE OR REPLACE TEMP TABLE _open_gone AS
+       SELECT o.run_id, o.last_checked_at FROM _sync_open_runs o ANTI JOIN _open_now n
+         ON n.run_id = o.run_id AND n.created_at IS NOT DISTINCT FROM o.created_at
+        AND n.updated_at IS NOT DISTINCT FROM o.updated_at AND n.reason IS NOT DISTINCT FROM o.reason`,
+    );
+    await tx.run(`DELETE FROM _sync_open_runs WHERE run_id IN (SELECT run_id FROM _open_gone)`);
+    const touched = `created_at >= ${US_TO_TSTZ('$2')} OR run_id IN (SELECT run_id FROM _open_checked)`;
+    await tx.run(
+      `UPDATE _sync_open_runs SET last_checked_at = ${US_TO_TSTZ('$1')}
+       WHERE (${touched}) AND last_checked_at IS DISTINCT FROM ${US_TO_TSTZ('$1')}`,
+      [BigInt(checkedAt), BigInt(listedFrom)],
+    );
+    await tx.run(
+      `INSERT INTO _sync_open_runs
+       SELECT n.run_id, n.created_at, n.updated_at, n.reason,
+         CASE WHEN g.last_checked_at IS NULL OR n.created_at >= ${US_TO_TSTZ('$2')}
+                OR n.run_id IN (SELECT run_id FROM _open_checked)
+              THEN ${US_TO_TSTZ('$1')} ELSE g.last_checked_at END
+       FROM _open_now n ANTI JOIN _sync_open_runs o ON o.run_id = n.run_id
+       LEFT JOIN _open_gone g ON g.run_id = n.run_id`,
+      [BigInt(checkedAt), BigInt(listedFrom)],
     );
     await tx.run(`DROP TABLE _open_checked`);
-    await tx.run(`DROP TABLE _open_before`);
+    await tx.run(`DROP TABLE _open_now`);
+    await tx.run(`DROP TABLE _open_gone`);
     const [r] = await tx.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_open_runs`);
     return Number(r?.n ?? 0);
   });

@@ -68,10 +68,12 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     now,
     signal: o.signal,
     share: config.share,
+    budget: config.memory,
     ...(o.onLocked ? { onLocked: o.onLocked } : {}),
   });
   const settings: SyncSettings = {
     ...DEFAULT_SETTINGS,
+    bufferedPages: config.memory.bufferedPages,
     startDate: config.startDate,
     lookback: config.lookback,
     openRunHorizon: config.openRunHorizon,

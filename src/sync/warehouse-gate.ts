@@ -1,4 +1,5 @@
 import type { Logger } from '../util/logger.ts';
+import type { MemoryBudget } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
 import type { WarehouseLockedError } from '../warehouse/errors.ts';
 import { openWarehouse } from '../warehouse/open.ts';
@@ -17,6 +18,8 @@ export interface WarehouseGateOptions {
   maskSecrets?: boolean;
   schemaEvolution?: boolean;
   memoryLimit?: string;
+  /** The process's memory budget: DuckDB's limit and threads for every unit. */
+  budget?: MemoryBudget;
   now?: () => Micros;
   /** Told when a unit finds the file held (for status lines and metrics). */
   onLocked?: (error: WarehouseLockedError) => void;
@@ -89,6 +92,7 @@ export class WarehouseGate {
     if (o.maskSecrets !== undefined) options.maskSecrets = o.maskSecrets;
     if (o.schemaEvolution !== undefined) options.schemaEvolution = o.schemaEvolution;
     if (o.memoryLimit !== undefined) options.memoryLimit = o.memoryLimit;
+    if (o.budget !== undefined) options.budget = o.budget;
     if (o.now !== undefined) options.now = o.now;
     if (o.signal !== undefined) options.signal = o.signal;
     if (o.share) options.share = o.share;

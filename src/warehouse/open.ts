@@ -1,12 +1,12 @@
 import { existsSync, statSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
-import { availableParallelism } from 'node:os';
 import { join, resolve } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { fileArchive } from '../archive/sink.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
+import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { lockErrorOf, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
@@ -17,34 +17,29 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // Opens <dir>/runsync.duckdb, migrating it when writable. A file held by another process gives a
 // WarehouseLockedError (after lockWaitMs of retries), never DuckDB's raw IO error.
 
-// What DuckDB may hold: table data not yet checkpointed, staging, caches. Loading stays within
-// it (DuckDB spills beyond; a batch that still does not fit is merged again with more, see
-// load-runs.ts); the export raises it for its run (EXPORT_MEMORY_LIMIT), since a day's rows are
-// sorted and buffered per thread as whole row groups. The process's memory is shared with V8's
-// heap, whose growth (src/util/heap-growth.ts) is the other half of the same budget. Measured on
-// loads of 20,000 and 80,000 run details (warehouse-load-child.js, as `npm run bench` runs it, side
-// by side): 64MB with a checkpoint every 128MB of log and the heap growing by half loaded 20,000 in
-// 12.5-12.9 s at a peak RSS of 361-362 MB (80,000: 371 MB, 389 MB in the bench), where 96MB,
-// 64MB of log and a quarter took 15.8-16.0 s at 372 MB. A checkpoint rewrites the last, partly
-// filled row group of every table it touches, so checkpointing less often saves the most; every
-// 16MB of log (DuckDB's default) the DuckDB side of a load took half as long again as at 64MB.
-export const DEFAULT_MEMORY_LIMIT = '64MB';
+// What DuckDB may hold (table data not yet checkpointed, staging, caches) and its threads come
+// from the process's memory budget (src/util/memory-budget.ts): at the default 400MB, a memory_limit
+// of 64MB while loading, which DuckDB spills beyond (a batch that still does not fit is merged
+// again with more, see load-runs.ts), and the export's larger one for its run, since a day's rows
+// are sorted and buffered per thread as whole row groups. The figures behind the shares are in the
+// README's Performance section. A checkpoint rewrites the last, partly filled row group of every
+// table it touches, so checkpointing less often saves the most.
+export const DEFAULT_MEMORY_LIMIT = defaultMemoryBudget().duckdbMemoryLimit;
 /** Write-ahead log size at which a commit checkpoints. */
 export const CHECKPOINT_THRESHOLD = '128MB';
 
 /**
- * DuckDB's threads unless told otherwise: one core fewer than the machine has. Loading keeps the
- * JavaScript side busy (checking payloads, writing the raw archive) while DuckDB merges; with
- * every core given to DuckDB as well, the two contend and DuckDB's extra thread burns CPU without
- * finishing sooner (measured on 2 cores: a third more CPU for the same load time). The export,
- * when JavaScript waits, takes every core (exportThreads).
+ * DuckDB's threads while loading: one core fewer than the machine has (within the budget).
+ * Loading keeps the JavaScript side busy (checking payloads, writing the raw archive) while DuckDB
+ * merges; with every core given to DuckDB as well, the two contend and DuckDB's extra thread
+ * burns CPU without finishing sooner. The export, when JavaScript waits, takes every core.
  */
-export function defaultThreads(): number {
-  return Math.max(1, availableParallelism() - 1);
+export function defaultThreads(budget: MemoryBudget = defaultMemoryBudget()): number {
+  return budget.threads;
 }
 
-export function exportThreads(): number {
-  return availableParallelism();
+export function exportThreads(budget: MemoryBudget = defaultMemoryBudget()): number {
+  return budget.exportThreads;
 }
 
 /** Wall-clock microseconds (Date alone has only milliseconds). */
@@ -58,6 +53,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   const readOnly = options.readOnly ?? false;
   const logger = options.logger ?? silentLogger();
   const now = options.now ?? systemMicros;
+  const budget = options.budget ?? defaultMemoryBudget();
   if (readOnly && !existsSync(file)) throw new WarehouseSchemaError(`there is no warehouse at ${file}`);
   if (!readOnly) await mkdir(root, { recursive: true, mode: 0o700 });
 
@@ -67,11 +63,11 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // (DuckDB's own default is 80% of RAM); DuckDB spills beyond it.
   const config: Record<string, string> = {
     checkpoint_threshold: CHECKPOINT_THRESHOLD,
-    memory_limit: options.memoryLimit ?? DEFAULT_MEMORY_LIMIT,
+    memory_limit: options.memoryLimit ?? budget.duckdbMemoryLimit,
     ...options.duckdb,
     access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
   };
-  config.threads = String(options.threads ?? defaultThreads());
+  config.threads = String(options.threads ?? budget.threads);
   const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked, options.signal);
   const connection = await instance.connect();
   const db = sqlRunner(connection);
@@ -146,7 +142,8 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     schemaEvolution: options.schemaEvolution ?? true,
     archive: options.archive ?? fileArchive(root, now),
     share: options.share ?? null,
-    exportThreads: options.threads ?? exportThreads(),
+    exportThreads: options.threads ?? budget.exportThreads,
+    budget,
     now,
     get memoryLimit() {
       return memoryLimit;

@@ -4,19 +4,14 @@ import { mkdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../archive/paths.ts';
 import { NO_ARCHIVE } from '../archive/sink.ts';
-import { ArchiveWriter } from '../archive/writer.ts';
 import { CATALOG_TABLES, type CatalogTable } from '../resources/registry.ts';
 import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
-import { type Observed, type ObservedJson, observeAll, observedFromJson } from '../resources/schema-observe.ts';
 import type { ColumnSpec, ResourceSpec } from '../resources/types.ts';
-import { checkRunDetail } from './flatten-run.ts';
-import { PayloadError } from './flatten-values.ts';
+import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { applyListing } from './load-catalog.ts';
-import { insertRejected } from './load-rejected.ts';
-import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
 import { applyToolOptions } from './load-tool-options.ts';
 import { openWarehouse } from './open.ts';
-import { evolveSchema } from './schema.ts';
+import { rebuildRuns } from './rebuild-runs.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 import { DB_FILE, type Warehouse, type WarehouseOptions } from './types.ts';
 
@@ -38,6 +33,9 @@ export interface RebuildResult {
   durationMs: number;
 }
 
+/** Run details per rebuild transaction, in the budget's load batches. */
+const CHUNK_BATCHES = 1;
+
 /** Builds a fresh warehouse in `targetDir` from `sourceDir`/raw; targetDir must hold no warehouse yet. */
 export async function rebuildInto(
   sourceDir: string,
@@ -47,8 +45,15 @@ export async function rebuildInto(
   const t0 = performance.now();
   if (existsSync(join(targetDir, DB_FILE)))
     throw new Error(`${join(targetDir, DB_FILE)} exists; rebuild writes a fresh warehouse`);
-  // The archive is the input here: replaying it must not archive it again.
-  const wh = await openWarehouse(targetDir, { ...options, archive: NO_ARCHIVE });
+  // The archive is the input here: replaying it must not archive it again. JavaScript waits while
+  // DuckDB works, so DuckDB gets the export's share of the budget and every core it allows.
+  const budget = options.budget ?? defaultMemoryBudget();
+  const wh = await openWarehouse(targetDir, {
+    ...options,
+    archive: NO_ARCHIVE,
+    memoryLimit: options.memoryLimit ?? budget.exportMemoryLimit,
+    threads: options.threads ?? budget.exportThreads,
+  });
   const result: RebuildResult = {
     file: wh.file,
     runFiles: 0,
@@ -61,7 +66,7 @@ export async function rebuildInto(
     durationMs: 0,
   };
   try {
-    await rebuildRuns(wh, resolve(sourceDir), result);
+    await rebuildRuns(wh, resolve(sourceDir), budget.runBatch * CHUNK_BATCHES, result);
     for (const table of CATALOG_TABLES) await rebuildCatalog(wh, resolve(sourceDir), table, result);
     await rebuildToolOptions(wh, resolve(sourceDir), result);
     await wh.run('CHECKPOINT');
@@ -142,95 +147,6 @@ function evolvedNames(r: ResourceSpec): string[] {
 
 function fileList(files: readonly string[]): string {
   return `[${files.map(quoteLiteral).join(', ')}]`;
-}
-
-async function rebuildRuns(wh: Warehouse, sourceDir: string, result: RebuildResult): Promise<void> {
-  const files = await listArchiveFiles(sourceDir, 'runs');
-  result.runFiles = files.length;
-  const notes = await observedNotes(wh, files);
-  // File by file, in the order they were committed: each file is one batch as it was loaded, so
-  // merging them in turn repeats every decision the loads made (which payload won, and when the
-  // stored one was fetched).
-  for (const file of files) {
-    // Members the payloads hold beyond the schema become columns first, as when they were loaded:
-    // a member the archive kept that no column read before is filled for all history.
-    const observed = notes.has(file) ? (notes.get(file) ?? null) : await observeFile(wh, file);
-    const counts = await wh.transaction(async (tx) => {
-      await evolveSchema(tx, wh, 'runs', observed, wh.now());
-      return stageAndMerge(tx, [file], undefined, wh.resource('runs'));
-    });
-    result.childRows += counts.childRows;
-  }
-  if (files.length) await retryRejectedRuns(wh, files, result);
-  const [n] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
-  result.runs = Number(n?.n ?? 0);
-}
-
-/** What each archive file's load noted its payloads held beyond the schema (files without a note are absent). */
-async function observedNotes(wh: Warehouse, files: readonly string[]): Promise<Map<string, Observed | null>> {
-  const out = new Map<string, Observed | null>();
-  if (files.length === 0) return out;
-  const rows = await wh.all<{ f: string; v: string }>(
-    `SELECT file_name AS f, decode(value) AS v FROM parquet_kv_metadata(${fileList(files)})
-     WHERE decode(key) = ${quoteLiteral(OBSERVED_NOTE)}`,
-  );
-  for (const r of rows) {
-    const json = JSON.parse(r.v) as ObservedJson | null;
-    out.set(r.f, json === null ? null : observedFromJson(json));
-  }
-  return out;
-}
-
-/** A file written before loads noted what they observed: its payloads are read and typed here. */
-async function observeFile(wh: Warehouse, file: string): Promise<Observed | null> {
-  const payloads = await wh.all<{ payload: string }>(
-    `SELECT payload FROM read_parquet(${quoteLiteral(file)}) WHERE kind = 'payload'`,
-  );
-  return observeAll(
-    wh.resource('runs'),
-    payloads.map((p) => JSON.parse(p.payload) as unknown),
-  );
-}
-
-async function retryRejectedRuns(wh: Warehouse, files: readonly string[], result: RebuildResult): Promise<void> {
-  const rows = await wh.all<{ id: string | null; f: bigint; payload: string }>(
-    `SELECT id, epoch_us(fetched_at) AS f, payload FROM read_parquet(${fileList(files)})
-     WHERE kind = 'rejected' ORDER BY fetched_at`,
-  );
-  if (rows.length === 0) return;
-  const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
-  try {
-    const still: { id: string | null; reason: string; payload: string; f: number }[] = [];
-    const accepted: unknown[] = [];
-    for (const r of rows) {
-      try {
-        const detail = JSON.parse(r.payload) as unknown;
-        checkRunDetail(detail, wh.resource('runs'));
-        accepted.push(detail);
-        await archive.append({
-          kind: 'payload',
-          id: r.id,
-          updatedAt: null,
-          fetchedAt: Number(r.f),
-          listedAt: null,
-          payload: r.payload,
-        });
-      } catch (e) {
-        if (!(e instanceof PayloadError) && !(e instanceof SyntaxError)) throw e;
-        still.push({ id: r.id, reason: e.message, payload: r.payload, f: Number(r.f) });
-      }
-    }
-    const path = await archive.finish();
-    const observed = observeAll(wh.resource('runs'), accepted);
-    await wh.transaction(async (tx) => {
-      await evolveSchema(tx, wh, 'runs', observed, wh.now());
-      if (archive.rows > still.length) await stageAndMerge(tx, [path], undefined, wh.resource('runs'));
-      for (const s of still) await insertRejected(tx, 'runs', [s], s.f);
-    });
-    result.rejected += still.length;
-  } finally {
-    await archive.abort();
-  }
 }
 
 interface ArchivedRow {

@@ -81,7 +81,7 @@ export class RunMergeSql {
    * Reads the payload rows of archive files into _stage_run. `hashes` (the MD5 of each row's
    * payload, by seq, for a single file) spares DuckDB hashing what the writer already hashed.
    */
-  stage(files: readonly string[], hashes?: readonly (string | null)[]): string {
+  stage(files: readonly string[], hashes?: readonly (string | null)[], only?: string): string {
     if (hashes && files.length !== 1) throw new Error('payload hashes are given for one archive file at a time');
     const hash = hashes
       ? `coalesce([${hashes.map((h) => (h === null ? 'NULL' : quoteLiteral(h))).join(', ')}][seq + 1], md5(payload))`
@@ -95,8 +95,24 @@ SELECT _file, _seq, _fetched_at, _hash, (r.created_at AT TIME ZONE 'UTC')::DATE 
 FROM (
   SELECT filename AS _file, seq AS _seq, fetched_at AT TIME ZONE 'UTC' AS _fetched_at, ${hash} AS _hash,
          json_transform(payload, ${quoteLiteral(JSON.stringify(this.structure))}) AS r
-  FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'
+  FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) AS p${
+    only ? ` SEMI JOIN ${quoteIdent(only)} AS w ON p.filename = w.filename AND p.seq = w.seq` : ''
+  }
+  WHERE kind = 'payload'
 )`;
+  }
+
+  /**
+   * _stage_pick for payloads chosen beforehand, one per run, for a table that holds none of them
+   * (a rebuild into a fresh file): every one is new, and nothing stored needs reading to say so.
+   */
+  pickChosen(): string {
+    return `CREATE OR REPLACE TEMP TABLE _stage_pick AS
+SELECT _file AS filename, _seq AS seq, ${this.member('id')} AS id, ${this.member('updated_at')} AS updated_at,
+       _fetched_at AS fetched_at, _hash AS payload_hash, _created_date AS created_date,
+       ${this.member('created_at')} AS created_at, _child_rows AS child_rows,
+       NULL::DATE AS old_created_date, NULL::TIMESTAMPTZ AS old_created_at, 'new' AS verdict
+FROM _stage_run`;
   }
 
   /**

@@ -3,6 +3,7 @@ import type { ArchiveSink } from '../archive/sink.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import type { Logger } from '../util/logger.ts';
+import type { MemoryBudget } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
 import type { WarehouseLockedError } from './errors.ts';
 
@@ -18,9 +19,11 @@ export interface WarehouseOptions {
   schemaEvolution?: boolean;
   /** Where loads keep what changed the warehouse (default: the raw archive under the directory). */
   archive?: ArchiveSink;
-  /** DuckDB's memory_limit, e.g. '512MB' (default DEFAULT_MEMORY_LIMIT, 64MB; DuckDB spills to disk beyond it). */
+  /** The process's memory budget (RUNSYNC_MEMORY_LIMIT); DuckDB's limit and threads come from it. */
+  budget?: MemoryBudget;
+  /** DuckDB's memory_limit, e.g. '512MB', over the budget's (DuckDB spills to disk beyond it). */
   memoryLimit?: string;
-  /** DuckDB worker threads (default: one fewer than the cores, at least one; see defaultThreads). */
+  /** DuckDB worker threads, over the budget's (one fewer than the cores, within the budget). */
   threads?: number;
   /** Further DuckDB settings, by name (e.g. allocator_flush_threshold). */
   duckdb?: Readonly<Record<string, string>>;
@@ -83,6 +86,8 @@ export interface Warehouse extends SqlRunner {
   adoptResources(next: readonly ResourceSpec[]): void;
   /** DuckDB's memory limit in force, as it was set (e.g. '96MB'). */
   readonly memoryLimit: string;
+  /** The budget the handle was opened with (the default one when none was given). */
+  readonly budget: MemoryBudget;
   /** Sets DuckDB's memory limit; on the handle's connection, so inside serial() or a transaction. */
   setMemoryLimit(limit: string): Promise<void>;
   /** Runs `fn` after every earlier serial() call of this handle has finished. */

@@ -100,6 +100,14 @@ describe('room', () => {
     expect(times.slice(3).map((t, i) => t - (times[i + 2] as number))).toEqual([100, 100, 100]);
   });
 
+  it('does not halve the rate for a first figure whose Reset was rounded up past a second', () => {
+    // A bucket of 20 a second whose Reset means "full again at", sent in whole seconds rounded up:
+    // a response 30 ms after a second began says full again 1.97 s on, not 0.05 s.
+    const s = figure(started(), 20, 19, 1970, T0 + 30);
+    expect(Object.values(s.buckets)[0]?.rate).toBe(20);
+    expect(pacedRate(s, open)).toBe(20);
+  });
+
   it('holds every caller on a 429 from a bucket all requests draw on, and only its own on one of its own', () => {
     let s = figure(started(), 100, 50, 1000);
     s = figure(s, 5, 0, 1000, T0 + 10, true); // a limit no list page reported: the detail endpoint's own

@@ -163,6 +163,20 @@ describe('a stop that always stops', () => {
     expect(w.output()).not.toMatch(/Unhandled|TCPConnectWrap/);
   });
 
+  it('node: SIGKILL, which cannot be passed on, takes the command started again with it', async () => {
+    // Not under npm, whose exit the command watches for on its own.
+    const env = { ...baseEnv(hungUrl, sim.key, tempDir()), npm_lifecycle_event: '', npm_execpath: '' };
+    const w = started('node', env);
+    await until(() => /pass started/.test(w.output()), 60_000, w.output);
+    expect(processesOf(w.prefix)).toHaveLength(2);
+    w.child.kill('SIGKILL');
+    await until(
+      () => processesOf(w.prefix).length === 0,
+      10_000,
+      () => `left: ${processesOf(w.prefix).join(' ')}`,
+    );
+  });
+
   it('node: with Redis unreachable from the start', { timeout: 60_000 }, async () => {
     const port = await freePort();
     const w = started('node', baseEnv(sim.url, sim.key, tempDir(), `redis://127.0.0.1:${port}`));
@@ -213,7 +227,8 @@ describe('a stop that always stops', () => {
     w.child.kill('SIGTERM');
     await until(() => /worker stopping/.test(w.output()), 10_000, w.output);
     await new Promise((r) => setTimeout(r, 1000));
-    expect(processesOf(w.prefix)).toHaveLength(1);
+    // bin/runsync.js, waiting, and the command it started again with V8's heap ceiling: both alive.
+    expect(processesOf(w.prefix)).toHaveLength(2);
     const exited = new Promise((r) => w.child.once('exit', (_code, signal) => r(signal)));
     const t0 = Date.now();
     w.child.kill('SIGTERM');

@@ -2,11 +2,12 @@ import { existsSync } from 'node:fs';
 import { rm } from 'node:fs/promises';
 import { join, relative } from 'node:path';
 import { Command } from 'commander';
-import { configuredLogger, loadConfig, prepareWarehouseDir, shareGroup } from '../../config/index.ts';
+import { configuredLogger, loadConfig, memoryBudgetOf, prepareWarehouseDir, shareGroup } from '../../config/index.ts';
 import { startSimulator } from '../../simulator/index.ts';
 import { createEngine, type PassResult, runPass } from '../../sync/index.ts';
 import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import { STATUS_TABLES } from '../../sync/status.ts';
+import type { MemoryBudget } from '../../util/memory-budget.ts';
 import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND } from '../../util/timestamp.ts';
 import { getState, setState, systemMicros, type Warehouse, withWarehouse } from '../../warehouse/index.ts';
 import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/types.ts';
@@ -51,11 +52,11 @@ FROM runs GROUP BY 1 ORDER BY runs DESC LIMIT 5`,
 ];
 
 /** Clears a warehouse directory a previous demo filled; refuses one that holds anything else. */
-async function clearPreviousDemo(dir: string): Promise<void> {
+async function clearPreviousDemo(dir: string, budget: MemoryBudget): Promise<void> {
   if (!existsSync(join(dir, DB_FILE))) return;
   const isDemo = await withWarehouse(
     dir,
-    { readOnly: true, lockWaitMs: 5_000 },
+    { readOnly: true, lockWaitMs: 5_000, budget },
     async (wh) => (await getState(wh, DEMO_KEY)) !== undefined,
   ).catch((e: unknown) => {
     throw new UsageError(`cannot use ${dir} for the demo: ${(e as Error).message}`);
@@ -102,7 +103,7 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
     .action(async () => {
       const dir = warehouseDirFrom(ctx.env);
       prepareWarehouseDir(dir, shareGroup(ctx.env));
-      await clearPreviousDemo(dir);
+      await clearPreviousDemo(dir, memoryBudgetOf(ctx.env));
       const now = Math.floor(systemMicros() / MICROS_PER_SECOND) * MICROS_PER_SECOND;
       const sim = await startSimulator({
         port: 0,
@@ -123,6 +124,7 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
           LOG_LEVEL: ctx.env.LOG_LEVEL ?? 'warn',
           RUNSYNC_PROGRESS_EVERY: ctx.env.RUNSYNC_PROGRESS_EVERY,
           RUNSYNC_SHARE_GROUP: ctx.env.RUNSYNC_SHARE_GROUP,
+          RUNSYNC_MEMORY_LIMIT: ctx.env.RUNSYNC_MEMORY_LIMIT,
         });
         const terminal = terminalFor(ctx);
         const logger = configuredLogger(config, {
@@ -146,7 +148,8 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         } finally {
           await engine.close();
         }
-        for (const l of await withWarehouse(dir, { readOnly: true }, summary)) ctx.out(l);
+        for (const l of await withWarehouse(dir, { readOnly: true, budget: memoryBudgetOf(ctx.env) }, summary))
+          ctx.out(l);
         const rel = relative(process.cwd(), dir) || '.';
         ctx.out('');
         const readers = `${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs`;

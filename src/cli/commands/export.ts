@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
-import { prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
+import { memoryBudgetOf, prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
 import { exportParquet } from '../../export/parquet.ts';
 import { openParquetTarget } from '../../export/target.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
@@ -27,7 +27,8 @@ export function exportCommand(ctx: CliContext, setExit: (code: number) => void):
       const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty, secrets: storage.secrets });
       const stop = sayStillWorking('export', ctx.err, progressEvery(ctx.env));
       const parquet = openParquetTarget(storage, { logger, share });
-      const r = await withWarehouse(dir, { logger, share }, (wh) =>
+      const budget = memoryBudgetOf(ctx.env);
+      const r = await withWarehouse(dir, { logger, share, budget }, (wh) =>
         exportParquet(wh, { full: o.full === true, target: parquet.target }),
       ).finally(async () => {
         stop();

@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
+import { memoryBudgetOf } from '../../config/index.ts';
 import {
   cellForJson,
   cellForTable,
@@ -69,7 +70,11 @@ export function queryCommand(ctx: CliContext, setExit: (code: number) => void): 
       }
       let source: ReadSource;
       try {
-        source = await openReadSource(dir, o.analytics ? 'analytics' : 'warehouse', { lockWaitMs: o.wait * 1000 });
+        const budget = memoryBudgetOf(ctx.env);
+        source = await openReadSource(dir, o.analytics ? 'analytics' : 'warehouse', {
+          lockWaitMs: o.wait * 1000,
+          budget,
+        });
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
         ctx.err(`runsync: ${e.message} (runsync query --analytics "…")`);

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/paths.ts';
-import { prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
+import { memoryBudgetOf, prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
 import { exportParquet } from '../../export/parquet.ts';
 import { openParquetTarget } from '../../export/target.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
@@ -31,7 +31,8 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
       }
       const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty, secrets: storage.secrets });
       const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
-      const r = await rebuildInPlace(dir, { logger }).finally(stop);
+      const budget = memoryBudgetOf(ctx.env);
+      const r = await rebuildInPlace(dir, { logger, budget }).finally(stop);
       const rows = [
         `${r.runs} runs`,
         `${r.childRows} child rows`,
@@ -46,7 +47,7 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
       }
       if (o.export) {
         const parquet = openParquetTarget(storage, { logger, share });
-        const e = await withWarehouse(dir, { logger, share }, (wh) =>
+        const e = await withWarehouse(dir, { logger, share, budget }, (wh) =>
           exportParquet(wh, { full: true, target: parquet.target }),
         ).finally(() => parquet.close());
         ctx.out(`rewrote the Parquet tree: ${e.written.length} file(s) in ${(e.durationMs / 1000).toFixed(1)} s`);

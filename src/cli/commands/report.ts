@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { shareGroup } from '../../config/index.ts';
+import { memoryBudgetOf, shareGroup } from '../../config/index.ts';
 import { readReportData } from '../../report/data.ts';
 import { renderReport } from '../../report/html.ts';
 import { openReadSource, type ReadSource } from '../../report/read-source.ts';
@@ -62,12 +62,13 @@ function seconds(v: string): number {
 }
 
 async function open(ctx: CliContext, dir: string, analytics: boolean, lockWaitMs: number): Promise<ReadSource> {
-  if (analytics) return openReadSource(dir, 'analytics');
+  const budget = memoryBudgetOf(ctx.env);
+  if (analytics) return openReadSource(dir, 'analytics', { budget });
   try {
-    return await openReadSource(dir, 'warehouse', { lockWaitMs });
+    return await openReadSource(dir, 'warehouse', { lockWaitMs, budget });
   } catch (e) {
     if (!(e instanceof WarehouseLockedError)) throw e;
     ctx.err(`runsync: ${e.message}; reporting from analytics.duckdb, as of the last export`);
-    return openReadSource(dir, 'analytics');
+    return openReadSource(dir, 'analytics', { budget });
   }
 }

@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import { memoryBudgetOf } from '../../config/index.ts';
 import type { LagStats, StageLags } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/status.ts';
@@ -36,7 +37,8 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
       }
       let report: StatusReport;
       try {
-        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000 }, (wh) => readStatus(wh));
+        const budget = memoryBudgetOf(ctx.env);
+        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000, budget }, (wh) => readStatus(wh));
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
         const analytics = join(dir, 'analytics.duckdb');

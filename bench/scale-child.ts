@@ -1,0 +1,55 @@
+import { loadConfig } from '../src/config/index.ts';
+import { runBackfill } from '../src/sync/backfill.ts';
+import { createEngine, runPass } from '../src/sync/index.ts';
+import { limitHeapGrowth } from '../src/util/heap-growth.ts';
+import { createLogger } from '../src/util/logger.ts';
+import { MICROS_PER_HOUR, type Micros } from '../src/util/timestamp.ts';
+
+// One command of the scale bench in a fresh process, as `runsync sync` or `runsync backfill` runs
+// it (compiled, V8's heap capped and its growth limited as the CLI does), but on the simulator's
+// clock rather than the machine's: the worlds are dated, and a pass judges the open-run horizon and
+// its window by its own clock. Prints one JSON line: what it did, its wall time and its peak RSS.
+//
+//   node dist/bench/scale-child.js sync <warehouse> <sim url> <key> <now µs> <start date>
+//   node dist/bench/scale-child.js backfill <warehouse> <sim url> <key> <now µs> <start date> <from µs> <to µs>
+
+limitHeapGrowth();
+const [command, dir, url, key, nowArg, startDate, fromArg, toArg] = process.argv.slice(2) as string[];
+const anchor = Number(nowArg);
+const wallAnchor = performance.now();
+const now = (): Micros => anchor + Math.floor((performance.now() - wallAnchor) * 1000);
+
+const config = loadConfig({
+  ...process.env,
+  RUNSYNC_API_URL: url,
+  RUNSYNC_API_KEY: key,
+  RUNSYNC_WAREHOUSE_DIR: dir,
+  RUNSYNC_START_DATE: startDate,
+  RUNSYNC_RECONCILE_EVERY: process.env.RUNSYNC_RECONCILE_EVERY ?? 'off',
+});
+// BENCH_CHILD_LOG=debug shows where a pass spends its time (on stderr).
+const logger = createLogger({ level: process.env.BENCH_CHILD_LOG ?? 'silent' });
+const engine = createEngine(config, { logger, signal: new AbortController().signal, now });
+const t0 = performance.now();
+let out: Record<string, number>;
+try {
+  if (command === 'sync') {
+    const r = await runPass(engine.deps);
+    out = { listed: r.runs.listed, fetched: r.runs.fetched };
+  } else if (command === 'backfill') {
+    const r = await runBackfill(engine.deps, {
+      from: Number(fromArg),
+      to: Number(toArg),
+      filter: {},
+      force: true,
+      sliceMicros: MICROS_PER_HOUR * 24,
+    });
+    out = { listed: r.runs.listed, fetched: r.runs.fetched };
+  } else {
+    throw new Error(`unknown command ${command}`);
+  }
+} finally {
+  await engine.close();
+}
+const wallMs = performance.now() - t0;
+process.stdout.write(`${JSON.stringify({ ...out, wallMs, peakRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);

@@ -1,0 +1,153 @@
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { startSimulator } from '../src/simulator/index.ts';
+import { defaultMemoryBudget } from '../src/util/memory-budget.ts';
+import { MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../src/util/timestamp.ts';
+import type { Bench, BenchRow } from './bench-types.ts';
+import { bytesUnder, NOW, rawArchive, scaleWorld, type Timed, timed } from './scale-world.ts';
+import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
+
+// Every command at 10,000, 100,000 and 1,000,000 runs stored (BENCH_SCALE_SIZES, default
+// 10000,100000; the first full sync through the API only up to BENCH_SCALE_FIRST_SYNC, default
+// 100000): each in a fresh process, as a user runs it (compiled, the CLI's heap settings), timed
+// and its peak RSS read by GNU time. The world's warehouse comes straight from the generator
+// (world-warehouse.ts); its raw archive too, for `rebuild`. Steady passes run 5 minutes of the
+// world's time after the last, so each size has the same changes to fetch (the worlds create the
+// same runs a day); rolling reconciliation is off for them, since it re-checks a share of the
+// whole horizon by design. BENCH_SCALE_SKIP=rebuild,first leaves those out (for 1,000,000 they take
+// an hour).
+
+const ROOT = fileURLToPath(new URL('../', import.meta.url));
+const BIN = join(ROOT, 'bin', 'runsync.js');
+const CHILD = join(ROOT, 'dist', 'bench', 'scale-child.js');
+const GOAL_MB = 400;
+
+const sizes = (process.env.BENCH_SCALE_SIZES ?? '10000,100000').split(',').map(Number);
+const firstSyncMax = Number(process.env.BENCH_SCALE_FIRST_SYNC ?? '100000');
+
+function cli(args: string[], dir: string): Promise<Timed> {
+  return timed([process.execPath, BIN, ...args], { RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'warn' });
+}
+
+function child(args: string[]): Promise<Timed> {
+  const heap = `--max-old-space-size=${defaultMemoryBudget().heapMb}`;
+  return timed([process.execPath, heap, CHILD, ...args], { LOG_LEVEL: 'warn' });
+}
+
+async function measure(size: number, log: (l: string) => void): Promise<BenchRow[]> {
+  const w: WorldSpec = scaleWorld(size);
+  const rows: BenchRow[] = [];
+  const label = `${size.toLocaleString('en-US')} runs`;
+  // Each row is logged as it is measured too: the largest sizes take long, and a cut run keeps them.
+  const add = (metric: string, value: number, unit: string, goal = '', note = '') => {
+    rows.push({ bench: 'scale', metric: `${metric}, ${label}`, value, unit, goal, note });
+    log(`${metric}, ${label}: ${Number.isInteger(value) ? value : value.toFixed(2)} ${unit} ${note}`);
+  };
+  const rss = (what: string, t: Timed, note = '') =>
+    add(
+      `peak RSS ${what}`,
+      Math.round(t.peakMb),
+      'MB',
+      `< ${GOAL_MB}`,
+      `${(t.wallMs / 1000).toFixed(1)} s${note}${t.failure ? `; FAILED: ${t.failure}` : ''}`,
+    );
+  const skip = (process.env.BENCH_SCALE_SKIP ?? '').split(',');
+  const lastJson = <T>(t: Timed): T => JSON.parse(t.stdout.trim().split('\n').at(-1) || '{}') as T;
+  const root = mkdtempSync(join(tmpdir(), 'runsync-bench-scale-'));
+  try {
+    const dir = join(root, 'w');
+    await worldWarehouse(w, dir, log);
+    const sim = await startSimulator({ port: 0, seed: w.seed, size, days: w.days, now: NOW, clock: 'manual' });
+    try {
+      const pass = () => {
+        sim.clock.advance(5 * MICROS_PER_MINUTE);
+        return child(['sync', dir, sim.url, sim.key, String(sim.clock.now()), startDateOf(w)]);
+      };
+      await pass();
+      const steady = await pass();
+      const s = lastJson<{ listed: number; fetched: number }>(steady);
+      rss('sync (steady pass)', steady, `; ${s.listed} listed, ${s.fetched} fetched`);
+      add(
+        'steady pass wall, 5 min of changes',
+        Math.round(steady.wallMs),
+        'ms',
+        '1M <= 1.2x 10k',
+        `${s.fetched} fetched`,
+      );
+      const back = await child([
+        'backfill',
+        dir,
+        sim.url,
+        sim.key,
+        String(sim.clock.now()),
+        startDateOf(w),
+        String(NOW - MICROS_PER_HOUR),
+        String(NOW),
+      ]);
+      const b = lastJson<{ fetched: number }>(back);
+      rss('backfill --force (last hour)', back, `; ${b.fetched} fetched`);
+    } finally {
+      await sim.close();
+    }
+    const status = await cli(['status'], dir);
+    rss('status', status);
+    add('status wall', Math.round(status.wallMs), 'ms', '<= 2000');
+    const query = await cli(['query', 'SELECT status, count(*) AS n FROM runs GROUP BY 1 ORDER BY 1'], dir);
+    rss('query', query);
+    const report = await cli(['report', '--out', join(root, 'report.html')], dir);
+    rss('report', report);
+    add('report wall', Math.round(report.wallMs), 'ms', '<= 2000');
+    const exported = await cli(['export', '--full'], dir);
+    rss('export --full', exported);
+    add('duckdb bytes per run', Math.round(bytesUnder(join(dir, 'runsync.duckdb')) / size), 'B');
+    add('Parquet bytes per run', Math.round(bytesUnder(join(dir, 'parquet')) / size), 'B');
+
+    if (!skip.includes('rebuild')) {
+      const raw = await rawArchive(w, log);
+      add('raw archive bytes per run', Math.round(bytesUnder(join(raw, 'raw')) / size), 'B');
+      const rebuilt = join(root, 'r');
+      cpSync(raw, rebuilt, { recursive: true, filter: (src) => !src.endsWith('.complete') });
+      const rebuild = await cli(['rebuild'], rebuilt);
+      rss('rebuild', rebuild);
+      add('rebuild runs/s', Math.round(size / (rebuild.wallMs / 1000)), 'runs/s', '>= 1700', 'whole command');
+      const updated = bytesUnder(join(dir, 'runsync.duckdb'));
+      const fresh = bytesUnder(join(rebuilt, 'runsync.duckdb'));
+      add(
+        'duckdb after passes / fresh load',
+        updated / fresh,
+        '',
+        '<= 1.2',
+        `${(updated / 1e6).toFixed(0)} MB against a rebuild's ${(fresh / 1e6).toFixed(0)} MB`,
+      );
+      rmSync(rebuilt, { recursive: true, force: true });
+    }
+
+    if (size <= firstSyncMax && !skip.includes('first')) {
+      const first = join(root, 'f');
+      const sim2 = await startSimulator({ port: 0, seed: w.seed, size, days: w.days, now: NOW, clock: 'manual' });
+      try {
+        const t = await child(['sync', first, sim2.url, sim2.key, String(NOW), startDateOf(w)]);
+        rss('sync (first, full)', t);
+        add('first sync runs/s', Math.round(size / (t.wallMs / 1000)), 'runs/s', 'flat');
+      } finally {
+        await sim2.close();
+      }
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  return rows;
+}
+
+const bench: Bench = async ({ log }) => {
+  const rows: BenchRow[] = [];
+  for (const size of sizes) {
+    log(`scale: ${size} runs`);
+    rows.push(...(await measure(size, log)));
+  }
+  return rows;
+};
+
+export default bench;

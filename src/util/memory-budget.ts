@@ -1,0 +1,90 @@
+import { availableParallelism } from 'node:os';
+
+// One process's memory budget (RUNSYNC_MEMORY_LIMIT) shared out between the parts that hold
+// memory: DuckDB's memory_limit (loads and look-ups, and a larger one for the export, during which
+// JavaScript holds little), V8's old generation (run details in flight, pages, maps of the pass),
+// DuckDB's threads (each holds working memory of its own) and the batch sizes. What is left over
+// is what Node and DuckDB hold at start (code, the buffer pool's metadata, sockets), about 80 MB.
+// The shares are those the loader bench measured within 400MB; every part scales with the budget.
+
+export const DEFAULT_MEMORY_LIMIT_SETTING = '400MB';
+
+// As DuckDB reads sizes: MB and GB are powers of ten, MiB and GiB of two.
+const MB = 1000 * 1000;
+const UNITS: Record<string, number> = {
+  b: 1,
+  kb: 1000,
+  kib: 1024,
+  mb: MB,
+  mib: 1024 * 1024,
+  gb: 1000 * MB,
+  gib: 1024 * 1024 * 1024,
+};
+
+/** The smallest budget runsync can work in: DuckDB alone needs tens of MB for a merge. */
+export const MIN_MEMORY_BYTES = 192 * MB;
+
+export interface MemoryBudget {
+  /** The whole budget, in bytes. */
+  readonly bytes: number;
+  /** DuckDB's memory_limit while loading, merging and looking up (DuckDB spills beyond it). */
+  readonly duckdbMemoryLimit: string;
+  /** DuckDB's memory_limit during an export, whose JavaScript side waits. */
+  readonly exportMemoryLimit: string;
+  /** DuckDB's threads while JavaScript works beside it (loads). */
+  readonly threads: number;
+  /** DuckDB's threads when JavaScript waits (export, rebuild, status). */
+  readonly exportThreads: number;
+  /** V8's old generation ceiling, in MiB (--max-old-space-size). */
+  readonly heapMb: number;
+  /** Run details merged in one transaction by rebuild and bulk loads. */
+  readonly runBatch: number;
+  /** List pages a pass reads ahead of the commits. */
+  readonly bufferedPages: number;
+}
+
+/** `400MB`, `1.5GB`, `512MiB` or a plain number of bytes; null when unreadable. */
+export function parseMemorySize(raw: string): number | null {
+  const m = /^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*$/i.exec(raw);
+  if (!m) return null;
+  const unit = (m[2] ?? '').toLowerCase();
+  const factor = unit === '' ? 1 : UNITS[unit];
+  if (factor === undefined) return null;
+  const n = Number(m[1]) * factor;
+  return Number.isFinite(n) && n > 0 ? Math.floor(n) : null;
+}
+
+const mb = (bytes: number) => `${Math.max(16, Math.floor(bytes / MB))}MB`;
+const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
+
+export function memoryBudget(bytes: number, cores: number = availableParallelism()): MemoryBudget {
+  const scale = bytes / (400 * MB);
+  return {
+    bytes,
+    duckdbMemoryLimit: mb(bytes * 0.16),
+    exportMemoryLimit: mb(bytes * 0.48),
+    // A DuckDB thread holds a few tens of MB of working memory of its own, beyond memory_limit.
+    threads: clamp(Math.min(cores - 1, Math.floor(bytes / (200 * MB))), 1, 64),
+    exportThreads: clamp(Math.min(cores, Math.floor(bytes / (96 * MB))), 1, 64),
+    heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
+    runBatch: clamp(Math.round(400 * scale), 50, 5000),
+    bufferedPages: clamp(Math.round(8 * scale), 2, 32),
+  };
+}
+
+export function defaultMemoryBudget(): MemoryBudget {
+  return memoryBudget(parseMemorySize(DEFAULT_MEMORY_LIMIT_SETTING) as number);
+}
+
+/** The V8 flag that caps the heap, unless the operator gave one (NODE_OPTIONS or the command line). */
+export function heapFlag(budget: MemoryBudget, given: readonly string[]): string | null {
+  if (given.some((a) => a.includes('--max-old-space-size') || a.includes('--max_old_space_size'))) return null;
+  return `--max-old-space-size=${budget.heapMb}`;
+}
+
+/** The heap flag for a process started with `env`, or null: set already, or a setting the command will refuse. */
+export function heapFlagFromEnv(env: Readonly<Record<string, string | undefined>>, given: readonly string[]) {
+  const bytes = parseMemorySize(env.RUNSYNC_MEMORY_LIMIT?.trim() || DEFAULT_MEMORY_LIMIT_SETTING);
+  if (bytes === null || bytes < MIN_MEMORY_BYTES) return null;
+  return heapFlag(memoryBudget(bytes), given);
+}

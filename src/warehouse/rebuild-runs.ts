@@ -1,0 +1,200 @@
+import { listValue } from '@duckdb/node-api';
+import { listArchiveFiles } from '../archive/paths.ts';
+import { ArchiveWriter } from '../archive/writer.ts';
+import { type Observed, type ObservedJson, observeAll, observedFromJson } from '../resources/schema-observe.ts';
+import { checkRunDetail } from './flatten-run.ts';
+import { PayloadError } from './flatten-values.ts';
+import { insertRejected } from './load-rejected.ts';
+import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
+import { evolveSchema } from './schema.ts';
+import { quoteLiteral } from './sql.ts';
+import { RunMergeSql } from './stage-runs-sql.ts';
+import type { Warehouse } from './types.ts';
+
+// The runs of a rebuild. Replaying every archive file in turn through the loads' merge judges each
+// batch against a table that keeps growing, one transaction per file. The outcome is known from the
+// archive's keys alone: per run, the payload with the newest updated_at, then the latest fetch, then
+// the later file and row, as the loads decided. So the winners are chosen first from the key
+// columns (no payload is read), and their payloads staged and inserted a chunk of files at a time
+// into the fresh tables, with nothing stored to judge against. Schema evolution comes first, from
+// what every file noted, so every column exists before any row lands.
+
+export interface RunRebuild {
+  runFiles: number;
+  runs: number;
+  childRows: number;
+  rejected: number;
+}
+
+export async function rebuildRuns(
+  wh: Warehouse,
+  sourceDir: string,
+  chunkRuns: number,
+  result: RunRebuild,
+): Promise<void> {
+  const files = await listArchiveFiles(sourceDir, 'runs');
+  result.runFiles = files.length;
+  if (files.length === 0) return;
+  const notes = await observedNotes(wh, files);
+  const observed: (Observed | null)[] = [];
+  for (const f of files) observed.push(notes.has(f) ? (notes.get(f) ?? null) : await observeFile(wh, f));
+  await wh.transaction(async (tx) => {
+    for (const o of observed) await evolveSchema(tx, wh, 'runs', o, wh.now());
+  });
+
+  await chooseWinners(wh, files);
+  // Chunks of winners in commit order, so a transaction stages a bounded number of payloads
+  // however large the archive's files are.
+  const [total] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _rebuild_win`);
+  const n = Number(total?.n ?? 0);
+  const sql = new RunMergeSql(wh.resource('runs'));
+  for (let from = 0; from < n; from += chunkRuns) {
+    const counts = await wh.transaction(async (tx) => {
+      await tx.run(
+        `CREATE OR REPLACE TEMP TABLE _rebuild_chunk AS
+         SELECT filename, seq FROM _rebuild_win WHERE rn >= $1 AND rn < $2`,
+        [from, from + chunkRuns],
+      );
+      const chunkFiles = (
+        await tx.all<{ f: string }>(`SELECT DISTINCT filename AS f FROM _rebuild_chunk ORDER BY 1`)
+      ).map((r) => r.f);
+      const [c] = await tx.all<{ child_rows: bigint; inserted: bigint }>(
+        [sql.stage(chunkFiles, undefined, '_rebuild_chunk'), sql.pickChosen(), sql.count()].join(';\n'),
+      );
+      await tx.run([...sql.merge(null), 'DROP TABLE _rebuild_chunk'].join(';\n'));
+      return c;
+    });
+    result.childRows += Number(counts?.child_rows ?? 0);
+    result.runs += Number(counts?.inserted ?? 0);
+  }
+  await wh.run('DROP TABLE _rebuild_win');
+  await retryRejectedRuns(wh, files, result);
+}
+
+/**
+ * _rebuild_win: the archive row each run's stored row came from. A run's newest updated_at wins;
+ * within one file (one load), its latest fetch. When several loads sent that same updated_at, the
+ * loads kept the stored payload unless one arrived with other content and no earlier fetch: that
+ * needs the payloads' hashes, read only for those runs, and is decided here in commit order.
+ */
+async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<void> {
+  await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_files (filename VARCHAR, ord INTEGER)`);
+  await wh.run(`INSERT INTO _rebuild_files SELECT unnest(${fileList(files)}), unnest(range(${files.length}))`);
+  await wh.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_top AS
+     SELECT * FROM (
+       SELECT a.id, a.filename, f.ord, a.seq, a.fetched_at FROM read_parquet(${fileList(files)}, filename = true) AS a
+       JOIN _rebuild_files AS f USING (filename)
+       WHERE a.kind = 'payload' AND a.id IS NOT NULL
+       QUALIFY rank() OVER (PARTITION BY a.id ORDER BY TRY_CAST(a.updated_at AS TIMESTAMPTZ) DESC NULLS LAST) = 1
+     ) QUALIFY row_number() OVER (PARTITION BY id, ord ORDER BY fetched_at DESC, seq DESC) = 1`,
+  );
+  await wh.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_won AS
+     SELECT filename, ord, seq FROM _rebuild_top QUALIFY count(*) OVER (PARTITION BY id) = 1`,
+  );
+  const ties = await wh.all<{ id: string; filename: string; ord: number; seq: bigint; f: bigint; h: string }>(
+    `WITH t AS (SELECT * FROM _rebuild_top QUALIFY count(*) OVER (PARTITION BY id) > 1)
+     SELECT t.id, t.filename, t.ord, t.seq, epoch_us(t.fetched_at) AS f, md5(p.payload) AS h
+     FROM t JOIN read_parquet(${fileList(files)}, filename = true) AS p ON p.filename = t.filename AND p.seq = t.seq
+     ORDER BY t.id, t.ord`,
+  );
+  const chosen = new Map<string, { filename: string; ord: number; seq: bigint; f: bigint; h: string }>();
+  for (const t of ties) {
+    const cur = chosen.get(t.id);
+    if (!cur || (t.h !== cur.h && t.f >= cur.f)) chosen.set(t.id, t);
+  }
+  if (chosen.size) {
+    const won = [...chosen.values()];
+    await wh.run(`INSERT INTO _rebuild_won SELECT unnest($1::VARCHAR[]), unnest($2::INTEGER[]), unnest($3::BIGINT[])`, [
+      listValue(won.map((w) => w.filename)),
+      listValue(won.map((w) => w.ord)),
+      listValue(won.map((w) => w.seq)),
+    ]);
+  }
+  await wh.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_win AS
+     SELECT filename, seq, row_number() OVER (ORDER BY ord, seq) - 1 AS rn FROM _rebuild_won`,
+  );
+  await wh.run('DROP TABLE _rebuild_won');
+  await wh.run('DROP TABLE _rebuild_top');
+  await wh.run('DROP TABLE _rebuild_files');
+}
+
+function fileList(files: readonly string[]): string {
+  return `[${files.map(quoteLiteral).join(', ')}]`;
+}
+
+/** What each archive file's load noted its payloads held beyond the schema (files without a note are absent). */
+async function observedNotes(wh: Warehouse, files: readonly string[]): Promise<Map<string, Observed | null>> {
+  const out = new Map<string, Observed | null>();
+  const rows = await wh.all<{ f: string; v: string }>(
+    `SELECT file_name AS f, decode(value) AS v FROM parquet_kv_metadata(${fileList(files)})
+     WHERE decode(key) = ${quoteLiteral(OBSERVED_NOTE)}`,
+  );
+  for (const r of rows) {
+    const json = JSON.parse(r.v) as ObservedJson | null;
+    out.set(r.f, json === null ? null : observedFromJson(json));
+  }
+  return out;
+}
+
+/** A file written before loads noted what they observed: its payloads are read and typed here. */
+async function observeFile(wh: Warehouse, file: string): Promise<Observed | null> {
+  const payloads = await wh.all<{ payload: string }>(
+    `SELECT payload FROM read_parquet(${quoteLiteral(file)}) WHERE kind = 'payload'`,
+  );
+  return observeAll(
+    wh.resource('runs'),
+    payloads.map((p) => JSON.parse(p.payload) as unknown),
+  );
+}
+
+/** Payloads once refused are checked again, so a flattening that now accepts them takes them in. */
+async function retryRejectedRuns(wh: Warehouse, files: readonly string[], result: RunRebuild): Promise<void> {
+  // The kind column alone first: most archives hold no refusals, and their payloads need no reading.
+  const [any] = await wh.all<{ n: bigint }>(
+    `SELECT count(*) AS n FROM read_parquet(${fileList(files)}) WHERE kind = 'rejected'`,
+  );
+  if (Number(any?.n ?? 0) === 0) return;
+  const [before] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
+  const rows = await wh.all<{ id: string | null; f: bigint; payload: string }>(
+    `SELECT id, epoch_us(fetched_at) AS f, payload FROM read_parquet(${fileList(files)})
+     WHERE kind = 'rejected' ORDER BY fetched_at`,
+  );
+  const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
+  try {
+    const still: { id: string | null; reason: string; payload: string; f: number }[] = [];
+    const accepted: unknown[] = [];
+    for (const r of rows) {
+      try {
+        const detail = JSON.parse(r.payload) as unknown;
+        checkRunDetail(detail, wh.resource('runs'));
+        accepted.push(detail);
+        await archive.append({
+          kind: 'payload',
+          id: r.id,
+          updatedAt: null,
+          fetchedAt: Number(r.f),
+          listedAt: null,
+          payload: r.payload,
+        });
+      } catch (e) {
+        if (!(e instanceof PayloadError) && !(e instanceof SyntaxError)) throw e;
+        still.push({ id: r.id, reason: e.message, payload: r.payload, f: Number(r.f) });
+      }
+    }
+    const path = await archive.finish();
+    const observed = observeAll(wh.resource('runs'), accepted);
+    await wh.transaction(async (tx) => {
+      await evolveSchema(tx, wh, 'runs', observed, wh.now());
+      if (archive.rows > still.length) await stageAndMerge(tx, [path], undefined, wh.resource('runs'));
+      for (const s of still) await insertRejected(tx, 'runs', [s], s.f);
+    });
+    result.rejected += still.length;
+    const [after] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
+    result.runs += Number(after?.n ?? 0) - Number(before?.n ?? 0);
+  } finally {
+    await archive.abort();
+  }
+}
