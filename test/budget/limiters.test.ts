@@ -6,29 +6,28 @@ import { runHarness } from './limiter-harness.ts';
 // learned, how much it got through, and how often it was refused.
 
 const SECONDS = 30;
+/** Each rate the bench measures, from one worker and from three sharing the budget. */
+const RATES_BY_WORKERS = [5, 20, 50, 200].flatMap((rate) => [
+  [rate, 1],
+  [rate, 3],
+]);
 
 describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token bucket (%s)', (model) => {
-  it.each([
-    [5, 1],
-    [5, 3],
-    [20, 1],
-    [20, 3],
-    [50, 1],
-    [50, 3],
-    [200, 1],
-    [200, 3],
-  ])('learns %i/s from %i worker(s) sharing the budget, uses it, and is seldom refused', async (rate, workers) => {
-    const r = await runHarness({
-      limits: { model, perKey: { limit: rate, windowSeconds: 1 } },
-      seconds: SECONDS,
-      reserve: 0,
-      workers,
-    });
-    expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
-    expect(r.lateRate / rate).toBeGreaterThan(0.9);
-    // 0.5% of the requests, in whole requests; at 5/s, 30 s is 150 requests and one 429 is 0.7%.
-    expect(r.limited).toBeLessThanOrEqual(Math.max(1, Math.ceil(r.requests * 0.005)));
-  });
+  it.each(RATES_BY_WORKERS)(
+    'learns %i/s from %i worker(s) sharing the budget, uses it, and is seldom refused',
+    async (rate, workers) => {
+      const r = await runHarness({
+        limits: { model, perKey: { limit: rate, windowSeconds: 1 } },
+        seconds: SECONDS,
+        reserve: 0,
+        workers,
+      });
+      expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
+      expect(r.lateRate / rate).toBeGreaterThan(0.9);
+      // 0.5% of the requests, in whole requests; at 5/s, 30 s is 150 requests and one 429 is 0.7%.
+      expect(r.limited).toBeLessThanOrEqual(Math.max(1, Math.ceil(r.requests * 0.005)));
+    },
+  );
 
   it('spends a burst larger than the rate, then holds the rate', async () => {
     const r = await runHarness({
@@ -43,27 +42,21 @@ describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token
 });
 
 describe('a fixed window', () => {
-  it.each([
-    [5, 1],
-    [5, 3],
-    [20, 1],
-    [20, 3],
-    [50, 1],
-    [50, 3],
-    [200, 1],
-    [200, 3],
-  ])('learns %i/s from %i worker(s) and gets it through each second with no 429', async (rate, workers) => {
-    const r = await runHarness({
-      limits: { model: 'fixed', perKey: { limit: rate, windowSeconds: 1 } },
-      seconds: SECONDS,
-      reserve: 0,
-      workers,
-    });
-    expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
-    expect(r.lateRate / rate).toBeGreaterThan(0.85);
-    expect(r.limited).toBe(0);
-    expect(r.busiestSecond).toBeLessThanOrEqual(rate);
-  });
+  it.each(RATES_BY_WORKERS)(
+    'learns %i/s from %i worker(s) and gets it through each second with no 429',
+    async (rate, workers) => {
+      const r = await runHarness({
+        limits: { model: 'fixed', perKey: { limit: rate, windowSeconds: 1 } },
+        seconds: SECONDS,
+        reserve: 0,
+        workers,
+      });
+      expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
+      expect(r.lateRate / rate).toBeGreaterThan(0.85);
+      expect(r.limited).toBe(0);
+      expect(r.busiestSecond).toBeLessThanOrEqual(rate);
+    },
+  );
 
   it('spends a minute-long window and waits for the next, with no 429', async () => {
     const r = await runHarness({
