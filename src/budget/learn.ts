@@ -1,3 +1,4 @@
+import { fitSpan, fittedSpan, logSpanMs, spanBounds } from './sent-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
 
 // Learning a server bucket from its figures, whatever limiter runs behind them. The spec names the
@@ -98,6 +99,15 @@ function weigh(b: BucketEstimate, p: Sample, o: Sample): { window: number; bucke
 }
 
 /**
+ * Reset later by a second or more in a figure made before the earlier figure's Reset: a fixed
+ * window's Reset stands still until it passes (a response counted earlier, overtaking, only shows
+ * an earlier one), so the limiter is not a fixed window.
+ */
+function movedEarly(p: Sample, o: Sample): boolean {
+  return p.resetAtMs !== null && o.resetAtMs !== null && o.at < p.resetAtMs - 50 && o.resetAtMs >= p.resetAtMs + 1000;
+}
+
+/**
  * Window length from Reset stepping on between windows. Reset is given in whole seconds, so how
  * far off it lies from one figure says little; only steps are trusted. Figures may be windows
  * apart (probes come every few seconds), so a step is a whole number of windows: as many as the
@@ -192,9 +202,21 @@ function provisional(b: BucketEstimate, o: Sample): number | null {
   return w === null ? null : (b.limit * 1000) / w;
 }
 
+/** Whole seconds, at least one, from a figure to its Reset, in ms. */
+function wholeSecondsTo(o: Sample): number | null {
+  return o.resetAtMs === null ? null : Math.max(1, Math.floor((o.resetAtMs - o.at) / 1000)) * 1000;
+}
+
+/** How much shorter than Reset's farthest whole seconds a sliding log's span may be found. */
+const PLAUSIBLE = 0.95;
+
+/** Misfits a sliding log's span may show (round trips that varied more than seen) and still be one. */
+const MAX_MISFITS = 2;
+
 /**
  * Learns one figure. `seq` numbers the request it answered (see Sample); `surprised` is set for a
- * 429 the estimate said had room, which a window would have had.
+ * 429 the estimate said had room, which a window would have had. `started` says when the request
+ * the figure answered started, and how far starts are off from counts, for a figure that counted it.
  */
 export function learnBucket(
   b: BucketEstimate,
@@ -202,6 +224,7 @@ export function learnBucket(
   seq: number,
   unsent: number,
   surprised: boolean,
+  started: { atMs: number; tolMs: number; latencyMs: number } | null = null,
 ): BucketEstimate {
   const prev = b.samples[b.samples.length - 1];
   if (prev && seq <= prev.seq) return { ...b, seenAt: Math.max(b.seenAt, obs.atMs) }; // overtaken by a newer one
@@ -214,7 +237,21 @@ export function learnBucket(
   };
   const evidence = prev ? weigh(b, prev, sample) : b.evidence;
   const samples = [...b.samples.filter((x) => x.at >= obs.atMs - SAMPLE_SPAN_MS), sample].slice(-MAX_SAMPLES);
-  const guess = guessOf(evidence);
+  const notWindow = b.notWindow === true || (prev !== undefined && movedEarly(prev, sample));
+  const seen = started && { ...started, startedAtMs: started.atMs, held: b.limit - sample.remaining };
+  const bounds = seen ? spanBounds(b.sent, { ...seen, resetAtMs: sample.resetAtMs }, logSpanMs(b, b.rate)) : null;
+  const fit = bounds === null ? b.fit : fitSpan(b.fit, bounds);
+  const resetSpanMs = Math.max(b.resetSpanMs ?? 1000, wholeSecondsTo(sample) ?? 0);
+  const span = fittedSpan(fit);
+  // A sliding log kept busy in bursts looks like a window between its Resets: once Reset has been
+  // seen moving on before it came, which no fixed window does, the limiter is never read as one.
+  let guess: LimiterGuess = notWindow && guessOf(evidence) === 'window' ? 'unknown' : guessOf(evidence);
+  // A fit far shorter than Reset has ever lain ahead is a token bucket drawn on in bursts: its
+  // figures agree with a short log until the refill runs out.
+  const sliding =
+    span !== null && guess !== 'window' && (fit?.misfits ?? 0) <= MAX_MISFITS && span >= PLAUSIBLE * resetSpanMs;
+  if (sliding) guess = 'sliding';
+  else if (guess === 'sliding') guess = 'unknown';
   const windowMs = windowFrom(b, prev, sample);
   let rate = b.rate;
   let measured = b.measured;
@@ -231,11 +268,29 @@ export function learnBucket(
     rate = (b.limit * 1000) / windowMs;
     measured = b.windowMs !== null && windowMs === b.windowMs && evidence.window >= 2;
   }
+  if (sliding) {
+    rate = (b.limit * 1000) / span;
+    measured = true;
+  }
   if (rate === null) rate = provisional({ ...b, windowMs }, sample);
   if (surprised && !measured && rate !== null) rate *= 0.8;
   // A projected window stays while it is ahead of the figure, or while the figure (a response that
   // came back late) belongs to a window that ended before it began: its turns are counted there.
   const earlier = sample.resetAtMs !== null && b.next !== null && sample.resetAtMs <= b.next.at;
   const next = b.next !== null && (b.next.at > sample.at || earlier) ? b.next : null;
-  return { ...b, evidence, guess, windowMs, rate, measured, samples, last: sample, next, seenAt: obs.atMs };
+  return {
+    ...b,
+    evidence,
+    guess,
+    notWindow,
+    fit,
+    resetSpanMs,
+    windowMs,
+    rate,
+    measured,
+    samples,
+    last: sample,
+    next,
+    seenAt: obs.atMs,
+  };
 }

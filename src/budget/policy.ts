@@ -1,4 +1,15 @@
 import { bucketKey, learnBucket, newBucket, placeFigure } from './learn.ts';
+import {
+  fittedSpan,
+  logDrop,
+  logFreeAt,
+  logLate,
+  logSpanMs,
+  logStart,
+  oursAt,
+  oursInFigure,
+  slackMs,
+} from './sent-log.ts';
 import type { BucketEstimate, BucketView, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
 
 // The budget's decisions as pure functions of the stored state, so any store can apply them
@@ -84,11 +95,23 @@ const UNSENT_KEPT = 256;
  * Counts a grant that took nothing from the buckets: refused, or given up before it was sent.
  * `turn` is its number; absent, the newest grant's.
  */
-export function unsent(s: BudgetState, endpoint: string, turn?: { seq: number; endpointSeq: number }): BudgetState {
+export function unsent(
+  s: BudgetState,
+  endpoint: string,
+  turn?: { seq: number; endpointSeq: number; at?: number },
+): BudgetState {
   const seq = turn?.seq ?? s.seq;
   const endpointSeq = turn?.endpointSeq ?? s.seqByEndpoint[endpoint] ?? 0;
+  const buckets = { ...s.buckets };
+  // A start that was never counted leaves our log, so it does not hold the next ones back.
+  if (turn?.at !== undefined) {
+    for (const [key, b] of Object.entries(s.buckets)) {
+      if (b.endpoint === null || b.endpoint === endpoint) buckets[key] = { ...b, sent: logDrop(b.sent, turn.at) };
+    }
+  }
   return {
     ...s,
+    buckets,
     unsent: s.unsent + 1,
     unsentByEndpoint: { ...s.unsentByEndpoint, [endpoint]: (s.unsentByEndpoint[endpoint] ?? 0) + 1 },
     unsentSeqs: [...(s.unsentSeqs ?? []), seq].slice(-UNSENT_KEPT),
@@ -135,10 +158,12 @@ function sentSince(s: BudgetState, b: BucketEstimate, fig: Sample): number {
 // A fixed window then never gets more than its limit, and a bucket never more than its refill; a
 // bucket whose Reset means "full again at" is spent at Reset, when it is full, which is its rate.
 
-function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number): number {
-  const fig = figureAt(b, atMs);
+function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected = true): number {
+  const fig = projected ? figureAt(b, atMs) : b.last;
   // Room seen coming back before Reset: the bucket reading alone holds.
-  if (fig === null || b.guess === 'bucket') return Number.POSITIVE_INFINITY;
+  if (!projected) {
+    if (fig === null || fig.resetAtMs === null || atMs >= fig.resetAtMs) return Number.NEGATIVE_INFINITY;
+  } else if (fig === null || b.guess === 'bucket') return Number.POSITIVE_INFINITY;
   let room = fig.remaining - sentSince(s, b, fig);
   if (fig !== b.last) return room;
   // Responses overtake each other: a figure may not yet count requests granted before its own that
@@ -149,6 +174,25 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number): number {
     }
   }
   return room;
+}
+
+/**
+ * The log reading (see sent-log.ts), used while the limiter is not told apart: at most the limit,
+ * less others' use at the newest figure, within the span that leaves us the learned rate. Others'
+ * use is counted until it has surely left, a span of the whole limit after the figure. Null when
+ * it does not apply (the limiter is told, or no rate is known yet).
+ */
+function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
+  if (b.guess !== 'sliding' || b.rate === null || !(b.rate > 0)) return null;
+  // No exploring above the rate here: a span read short is a sliding log overrun.
+  const fitted = b.guess === 'sliding' ? fittedSpan(b.fit) : null;
+  const othersUntil = (b.last?.at ?? 0) + (fitted ?? (b.limit * 1000) / b.rate);
+  const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;
+  // Reset lies at most a span ahead under a window, a log or a bucket's "full again at", so the
+  // farthest it was seen bounds the span from below when the rate reads high.
+  const span = fitted ?? Math.max(((b.limit - others) * 1000) / b.rate, b.resetSpanMs ?? 0);
+  const slack = slackMs(s);
+  return { span, slack, others, othersUntil, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
 }
 
 /** The bucket's content at `atMs` read as a token bucket refilled at the credited rate. */
@@ -173,13 +217,26 @@ function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
 /** Requests the bucket has room for at `atMs`, beyond the reserve. */
 export function room(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
   const keep = reserveCount(b.limit, policy.reserve);
-  return Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy)) - keep;
+  const log = logReading(s, b, atMs);
+  if (log === null) return Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy)) - keep;
+  // Before the figure's Reset what it said is left holds under every limiter; past it, the log. A
+  // bucket that refills as it goes is not sent more than its refill either.
+  const early = Math.max(log.room, windowRoom(s, b, atMs, false));
+  return Math.min(early, b.guess === 'bucket' ? bucketRoom(b, atMs, policy) : early) - keep;
 }
 
 /** When the bucket will have room for one more request, from `atMs` on (a bound; the caller re-checks). */
 function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
   const keep = reserveCount(b.limit, policy.reserve);
+  const log = logReading(s, b, atMs);
   let at = atMs;
+  if (log !== null) {
+    if (Math.max(log.room, windowRoom(s, b, atMs, false)) - keep < 1) {
+      const free = logFreeAt(b.sent, atMs, log.span, log.slack, b.limit - log.others - keep - 1);
+      at = free ?? (atMs < log.othersUntil ? log.othersUntil : atMs + 1000);
+    }
+    return b.guess === 'bucket' ? refilledAt(b, at, keep, policy) : at;
+  }
   const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
   if (windowRoom(s, b, atMs) - keep < 1) {
     // Nothing says when room comes back: try again a second on, when the next figure will tell.
@@ -189,12 +246,15 @@ function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetP
     // waits for that window and is counted there.
     at = reset;
   }
-  const short = 1 + keep - bucketRoom(b, at, policy);
-  if (short > 0) {
-    const rate = creditRate(b, policy);
-    at += rate > 0 ? (short * 1000) / rate : 1000;
-  }
-  return at;
+  return refilledAt(b, at, keep, policy);
+}
+
+/** From `atMs` on, when the bucket read as a token bucket has one request's room beyond `keep`. */
+function refilledAt(b: BucketEstimate, atMs: number, keep: number, policy: BudgetPolicy): number {
+  const short = 1 + keep - bucketRoom(b, atMs, policy);
+  if (short <= 0) return atMs;
+  const rate = creditRate(b, policy);
+  return atMs + (rate > 0 ? (short * 1000) / rate : 1000);
 }
 
 /** Requests per second currently paced to, or null when nothing limits us yet. */
@@ -265,8 +325,12 @@ export function takeSlot(
   for (const [key] of mine) {
     const b = buckets[key] as BucketEstimate;
     const level = b.level === null ? null : bucketRoom(b, at, policy) - 1;
-    buckets[key] = { ...b, floorMs: at, level, levelAt: Math.max(at, b.levelAt) };
+    const sent = logStart(b.sent, at, logSpanMs(b, b.rate));
+    buckets[key] = { ...b, floorMs: at, level, levelAt: Math.max(at, b.levelAt), sent };
   }
+  // Starts before any bucket is known are kept, to be the log of the first buckets learned.
+  const firstSent =
+    mine.length === 0 && Object.keys(s.buckets).length === 0 ? logStart(s.firstSent, at, null) : undefined;
   const interval = policy.ceilingPerSecond === null ? 0 : 1000 / (policy.ceilingPerSecond * (1 - policy.reserve));
   const seq = s.seq + 1;
   const endpointSeq = (s.seqByEndpoint[endpoint] ?? 0) + 1;
@@ -280,6 +344,7 @@ export function takeSlot(
       seqByEndpoint: { ...s.seqByEndpoint, [endpoint]: endpointSeq },
       nextSlotMs: interval > 0 ? at + interval : s.nextSlotMs,
       probeAtMs: probe ? nowMs : s.probeAtMs,
+      ...(firstSent === undefined ? {} : { firstSent }),
     },
     result: { at, seq, endpointSeq, probe },
   };
@@ -308,18 +373,29 @@ export function learn(
   policy: BudgetPolicy,
 ): BudgetState {
   if (!s.heard) s = { ...s, heard: true };
-  if (grant?.at !== undefined) s = { ...s, latencyMs: nextLatency(s.latencyMs, obs.atMs - grant.at) };
+  if (grant?.at !== undefined) s = tookMs(s, obs.atMs - grant.at);
   if (obs.limit === null) return s;
   const key = placeFigure(s, endpoint, obs.limit, limited);
   const owner = key.startsWith('*:') ? null : endpoint;
-  const b0 = s.buckets[key] ?? newBucket(obs.limit, owner, obs.atMs);
+  const b0 = s.buckets[key] ?? { ...newBucket(obs.limit, owner, obs.atMs), sent: s.firstSent ?? [] };
   const at = owner === null ? (grant?.seq ?? s.seq) : (grant?.endpointSeq ?? s.seqByEndpoint[endpoint] ?? 0);
   // A refused request took nothing: its own figure already counts it as unsent.
   const refused = (owner === null ? s.unsent : (s.unsentByEndpoint[endpoint] ?? 0)) + (limited ? 1 : 0);
   // A 429 where the estimate saw room means room does not come back the way it was thought to.
   const surprised = limited && b0.last !== null && room(s, rolled(b0, obs.atMs, at, refused), obs.atMs, policy) >= 1;
   const fig = limited ? { ...obs, remaining: 0 } : obs;
-  let b = learnBucket(b0, fig, at, refused, surprised);
+  const started = grant?.at !== undefined ? { atMs: grant.at, tolMs: slackMs(s), latencyMs: s.latencyMs } : null;
+  // A refused request was never counted: its start leaves our log before the figure is read.
+  const kept = limited && grant?.at !== undefined ? { ...b0, sent: logDrop(b0.sent, grant.at) } : b0;
+  let b = learnBucket(kept, fig, at, refused, surprised, started);
+  const span = fittedSpan(b.fit) ?? logSpanMs(b, b.rate);
+  if (span !== null && grant?.at !== undefined && b.last !== null && b.last !== b0.last) {
+    // Ours are counted within the span less others' share last seen, from a little after the
+    // figure's request started: counting fewer of ours counts others high, the safe side.
+    const within = (span * (b.limit - Math.min(b.others ?? 0, b.limit - 1))) / b.limit;
+    const ours = oursInFigure(b.sent, grant.at + slackMs(s), grant.at, within);
+    b = { ...b, others: Math.max(0, b.limit - b.last.remaining - ours) };
+  }
   const next = limited ? unsent(s, endpoint, grant) : s;
   if (b.last !== null && b.last !== b0.last && b.rate !== null) {
     // The newest figure says what the bucket holds; the turns granted after its request draw on
@@ -336,10 +412,24 @@ export function learn(
   }
   return {
     ...next,
-    buckets: { ...s.buckets, [key]: b },
+    buckets: { ...next.buckets, [key]: b },
     limited: s.limited + (limited ? 1 : 0),
     refusedBy: limited ? { ...s.refusedBy, [endpoint]: key } : s.refusedBy,
   };
+}
+
+/** Notes a round trip: its longest and shortest lately. */
+export function tookMs(s: BudgetState, took: number): BudgetState {
+  if (!(took >= 0)) return s;
+  const low = s.latencyLowMs === undefined ? took : Math.max(0, Math.min(took, s.latencyLowMs * 0.95 + took * 0.05));
+  return { ...s, latencyMs: nextLatency(s.latencyMs, took), latencyLowMs: low };
+}
+
+/** A start planned for `plannedMs` that was late: it happened at `atMs`. */
+export function startedLate(s: BudgetState, endpoint: string, plannedMs: number, atMs: number): BudgetState {
+  const buckets = { ...s.buckets };
+  for (const [key, b] of drawnOn(s, endpoint, atMs)) buckets[key] = { ...b, sent: logLate(b.sent, plannedMs, atMs) };
+  return { ...s, buckets };
 }
 
 /** Follows a rise at once and a fall slowly: the guard before a window's end must cover most requests. */

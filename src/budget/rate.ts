@@ -3,7 +3,17 @@ import { silentLogger } from '../util/logger.ts';
 import { systemClock } from './clock.ts';
 import { readRateHeaders } from './headers.ts';
 import { MemoryBudgetStore } from './memory-store.ts';
-import { bucketViews, keyLimit, learn, nextLatency, pacedRate, pauseUntil, takeSlot, unsent } from './policy.ts';
+import {
+  bucketViews,
+  keyLimit,
+  learn,
+  pacedRate,
+  pauseUntil,
+  startedLate,
+  takeSlot,
+  tookMs,
+  unsent,
+} from './policy.ts';
 import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
 
 export interface RateBudgetOptions {
@@ -20,6 +30,7 @@ export interface RateBudgetOptions {
 export const DEFAULT_RESERVE = 0.05;
 const MAX_TURNS = 6;
 const LATE_WAKE_MS = 25;
+const ON_TIME_MS = 2;
 
 /** The budget of one API key, shared by every request made through it. */
 export class SharedRateBudget implements RateBudget {
@@ -74,6 +85,10 @@ export class SharedRateBudget implements RateBudget {
           await this.store.update((s) => ({ state: unsent(s, endpoint, slot), result: undefined }));
           continue;
         }
+        // Our starts are paced by when earlier ones happened, so a late one is logged as it is.
+        if (woke - slot.at > ON_TIME_MS) {
+          await this.store.update((s) => ({ state: startedLate(s, endpoint, slot.at, woke), result: undefined }));
+        }
       }
       this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
       if (slot.probe) this.probes++;
@@ -119,7 +134,7 @@ export class SharedRateBudget implements RateBudget {
     const took = this.clock.now() - grant.at;
     if (took <= this.toldLatency * 1.2 + 10) return;
     this.toldLatency = took;
-    await this.store.update((s) => ({ state: { ...s, latencyMs: nextLatency(s.latencyMs, took) }, result: undefined }));
+    await this.store.update((s) => ({ state: tookMs(s, took), result: undefined }));
   }
 
   async pause(retryAfterMs: number, endpoint?: string): Promise<void> {

@@ -1,3 +1,5 @@
+import type { SpanFit } from './sent-log.ts';
+
 // The rate budget every request of a process (and, with a shared store, of every process using the
 // key) goes through. The budget decides when a request may start; the store keeps the state those
 // decisions need, so the same policy can run over memory (one process) or Redis (many).
@@ -16,10 +18,11 @@ export interface RateObservation {
 
 /**
  * The limiter a bucket seems to run, guessed from how its figures move: `window` when room comes
- * back all at once at Reset (a fixed window), `bucket` when it comes back a little at a time
- * (token bucket, GCRA, sliding window); `unknown` until the figures tell.
+ * back all at once at Reset (a fixed window), `sliding` when it comes back as our own requests
+ * leave a span (a sliding log), `bucket` when it comes back a little at a time whatever we sent
+ * (token bucket, GCRA); `unknown` until the figures tell.
  */
-export type LimiterGuess = 'unknown' | 'window' | 'bucket';
+export type LimiterGuess = 'unknown' | 'window' | 'sliding' | 'bucket';
 
 /** One server figure: what Remaining was when a request we granted as number `seq` was counted. */
 export interface Sample {
@@ -67,7 +70,20 @@ export interface BucketEstimate {
   levelAt: number;
   /** When a figure of this bucket last arrived. */
   seenAt: number;
+  /** Starts of our requests drawing on this bucket, oldest first (see sent-log.ts). */
+  sent?: readonly SentEntry[];
+  /** Whether the figures have shown the limiter is not a fixed window (see learn.ts). */
+  notWindow?: boolean;
+  /** The span a sliding log would keep, as the figures bound it (see sent-log.ts). */
+  fit?: SpanFit;
+  /** The most whole seconds any figure's Reset lay ahead of it (at least one), in ms. */
+  resetSpanMs?: number;
+  /** Others' requests the bucket held at the newest figure, beyond ours. */
+  others?: number;
 }
+
+/** Starts of our requests: when, and how many at once. */
+export type SentEntry = readonly [at: number, count: number];
 
 export interface BudgetState {
   /** Grants made so far by every caller, and per endpoint. */
@@ -81,12 +97,16 @@ export interface BudgetState {
   nextSlotMs: number;
   /** When a probe (a one-item runs-list page, for its headers) was last asked for. */
   probeAtMs: number;
+  /** Starts made before any bucket was known (see sent-log.ts). */
+  firstSent?: readonly SentEntry[];
   /** When the first turn was granted. */
   firstGrantMs: number;
   /** Whether a runs-list page (the one response that carries the limits) has come back yet. */
   heard: boolean;
   /** How long a request takes from its start to its response, recently at most. */
   latencyMs: number;
+  /** The same, recently at least: how much round trips vary is the difference. */
+  latencyLowMs?: number;
   /** 429s received by every caller. */
   limited: number;
   /** Grants that took nothing from any bucket (refused, or given up before sending), and per endpoint. */

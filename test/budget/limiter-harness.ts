@@ -51,6 +51,8 @@ export interface HarnessOptions {
   latencyMs?: number;
   reserve?: number;
   ceiling?: number | null;
+  /** Told of every request the limiter decided, to trace a case. */
+  onRequest?: (e: { at: number; endpoint: string; allowed: boolean; remaining: number; reset: number }) => void;
 }
 
 export interface HarnessResult {
@@ -101,6 +103,8 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
       await clock.sleep(latency / 2);
       const d = limiter.check('k', 'org', endpoint, clock.now());
       requests++;
+      if (d)
+        o.onRequest?.({ at: clock.now() - T0, endpoint, allowed: d.allowed, remaining: d.remaining, reset: d.reset });
       await clock.sleep(latency / 2);
       const headers: HeaderMap =
         d && (endpoint === 'runs.list' || !d.allowed)

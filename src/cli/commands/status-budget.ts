@@ -6,7 +6,8 @@ import type { BucketView, BudgetUse } from '../../budget/index.ts';
 const GUESS: Record<BucketView['guess'], string> = {
   unknown: 'limiter not yet told apart',
   window: 'a fixed window',
-  bucket: 'refilled continuously (token bucket or sliding window)',
+  sliding: 'a sliding window (room back as requests leave it)',
+  bucket: 'refilled continuously (token bucket or GCRA)',
 };
 
 function bucketLine(b: BucketView): string {

@@ -1,0 +1,216 @@
+import type { BucketEstimate, SentEntry } from './types.ts';
+
+// Our own requests' start times, per bucket: the reading of room that holds whatever limiter runs.
+// "At most `limit` in any span of `limit ÷ rate`" is what a sliding log enforces, and a sequence
+// that keeps it also keeps a fixed window of that length and a token bucket of that size and rate,
+// so while the limiter is not yet told apart, pacing by it is never refused and still reaches the
+// rate. A sliding log's `Reset` (when its oldest request leaves, rounded up to a whole second) is
+// too coarse to pace by when the span is a second or two; our own starts are exact.
+//
+// Starts close together are kept as one entry at the latest of them (leaving later is the safe
+// side), so a long span at a high rate stays a few hundred entries in the shared state.
+
+const ENTRIES = 128;
+/** Figures that must agree on a span before it is paced by. */
+const FIT_FIGURES = 3;
+
+/**
+ * How much later than ours a request of ours may be counted, relative to another of ours: starts
+ * are logged when they happen (see rate.ts), so what is left is how much round trips vary.
+ */
+export function slackMs(s: { latencyMs: number; latencyLowMs?: number }): number {
+  return Math.max(0, s.latencyMs - (s.latencyLowMs ?? s.latencyMs)) + 3;
+}
+
+/** Entries within this of each other are joined; their starts are known no closer than that. */
+function joinMs(spanMs: number | null): number {
+  return spanMs === null ? 0 : spanMs / ENTRIES;
+}
+
+/** The span the log reading keeps `limit` requests within; null until a rate is known. */
+export function logSpanMs(b: BucketEstimate, rate: number | null): number | null {
+  return rate === null || !(rate > 0) ? null : (b.limit * 1000) / rate;
+}
+
+/** The log with a start at `atMs` added, and starts older than `keepMs` before it dropped. */
+export function logStart(log: readonly SentEntry[] | undefined, atMs: number, spanMs: number | null): SentEntry[] {
+  const keep = spanMs === null ? 60_000 : Math.max(2 * spanMs, 2_000);
+  const kept = (log ?? []).filter((e) => e[0] > atMs - keep);
+  const last = kept[kept.length - 1];
+  if (last !== undefined && atMs - last[0] <= joinMs(spanMs))
+    kept[kept.length - 1] = [Math.max(last[0], atMs), last[1] + 1];
+  else kept.push([atMs, 1]);
+  return kept.length > 2 * ENTRIES ? kept.slice(-2 * ENTRIES) : kept;
+}
+
+/** Our requests the server may still count at `atMs`. */
+export function oursAt(log: readonly SentEntry[] | undefined, atMs: number, spanMs: number, slack: number): number {
+  let n = 0;
+  for (const [at, count] of log ?? []) if (at > atMs - spanMs - slack) n += count;
+  return n;
+}
+
+/**
+ * Our requests surely counted in the bucket when a figure was made at `figureAtMs` for a request
+ * started at `startedAtMs`: started no later than it, and not yet left. Counting few here counts
+ * others' use high, which is the safe side.
+ */
+export function oursInFigure(
+  log: readonly SentEntry[] | undefined,
+  figureAtMs: number,
+  startedAtMs: number,
+  spanMs: number,
+): number {
+  let n = 0;
+  for (const [at, count] of log ?? []) if (at > figureAtMs - spanMs && at <= startedAtMs) n += count;
+  return n;
+}
+
+/** The log without the start at `atMs` (or the latest just before it): a request never counted. */
+export function logDrop(log: readonly SentEntry[] | undefined, atMs: number): SentEntry[] {
+  const out = [...(log ?? [])];
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i] as SentEntry;
+    if (e[0] > atMs) continue;
+    if (e[0] < atMs - 5) break;
+    if (e[1] > 1) out[i] = [e[0], e[1] - 1];
+    else out.splice(i, 1);
+    break;
+  }
+  return out;
+}
+
+/** A start planned for `plannedMs` that happened at `atMs`: its entry moves later with it. */
+export function logLate(log: readonly SentEntry[] | undefined, plannedMs: number, atMs: number): SentEntry[] {
+  const out = [...(log ?? [])];
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i] as SentEntry;
+    if (e[0] < plannedMs) break;
+    if (e[0] === plannedMs || (e[0] > plannedMs && e[0] < atMs)) {
+      out[i] = [atMs, e[1]];
+      break;
+    }
+  }
+  return out.sort((a, b) => a[0] - b[0]);
+}
+
+/**
+ * The earliest time from `atMs` on when at most `allowed` of our requests are still counted, or
+ * null when waiting cannot bring it there (more allowed than ever).
+ */
+export function logFreeAt(
+  log: readonly SentEntry[] | undefined,
+  atMs: number,
+  spanMs: number,
+  slack: number,
+  allowed: number,
+): number | null {
+  if (allowed < 0) return null;
+  const counted = (log ?? []).filter((e) => e[0] > atMs - spanMs - slack);
+  let excess = counted.reduce((n, e) => n + e[1], 0) - allowed;
+  if (excess <= 0) return atMs;
+  for (const [at, count] of counted) {
+    excess -= count;
+    if (excess <= 0) return at + spanMs + slack + 1;
+  }
+  return null;
+}
+
+/**
+ * What a sliding log's span is, as far as the figures tell: a figure made for our request started
+ * at `startedAtMs` said the log held `held` requests, so our `held` youngest started within the
+ * span and the next one before it (while nobody else draws on the bucket). Each figure bounds the
+ * span from below and above; a limiter that is not a sliding log soon gives bounds that disagree.
+ */
+export interface SpanFit {
+  lo: number;
+  hi: number;
+  /** Figures that agreed since the last disagreement, and disagreements in all. */
+  figures: number;
+  misfits: number;
+}
+
+export interface FigureSeen {
+  /** When the request the figure answered started. */
+  startedAtMs: number;
+  /** Requests the figure said the bucket held: its limit less Remaining. */
+  held: number;
+  /** Its Reset, in whole seconds as sent (ms); a sliding log's is when its oldest leaves, rounded up. */
+  resetAtMs: number | null;
+  /** How far our starts may be off from the server's counts, and a round trip at most. */
+  tolMs: number;
+  latencyMs: number;
+}
+
+export function spanBounds(
+  log: readonly SentEntry[] | undefined,
+  f: FigureSeen,
+  spanMs: number | null,
+): { lo: number; hi: number } | null {
+  if (f.held < 1) return null;
+  const entries = (log ?? []).filter((e) => e[0] <= f.startedAtMs);
+  const newest = entries[entries.length - 1];
+  if (newest === undefined) return null;
+  // Starts logged with the figure's own were counted before it or after, in any order: from only
+  // it to all of them. Each case gives bounds; the span lies within one of them.
+  const older = entries.slice(0, -1);
+  let lo = Number.POSITIVE_INFINITY;
+  let hi = Number.NEGATIVE_INFINITY;
+  for (let counted = 1; counted <= Math.min(newest[1], f.held); counted++) {
+    const b = boundsFrom(older, newest[0], f.held - counted, f, spanMs);
+    if (b !== null) {
+      lo = Math.min(lo, b.lo);
+      hi = Math.max(hi, b.hi);
+    }
+  }
+  return { lo, hi };
+}
+
+/** Bounds when `need` of the older entries were counted besides the figure's group (at `groupAt`). */
+function boundsFrom(
+  older: readonly SentEntry[],
+  groupAt: number,
+  need: number,
+  f: FigureSeen,
+  spanMs: number | null,
+): { lo: number; hi: number } | null {
+  const join = joinMs(spanMs);
+  let n = 0;
+  let oldest = groupAt;
+  let hi = Number.POSITIVE_INFINITY;
+  for (let i = older.length - 1; i >= 0; i--) {
+    const [at, count] = older[i] as SentEntry;
+    if (n >= need) {
+      hi = f.startedAtMs - at + join + f.tolMs;
+      break;
+    }
+    n += count;
+    oldest = at;
+    // An entry holding starts on both sides: some of its starts had left, some not.
+    if (n > need) {
+      hi = f.startedAtMs - at + join + f.tolMs;
+      break;
+    }
+  }
+  if (n < need) return null;
+  let lo = f.startedAtMs - oldest - f.tolMs;
+  if (f.resetAtMs !== null) {
+    // The oldest leaves a span after it was counted, which was up to a round trip after it started.
+    lo = Math.max(lo, f.resetAtMs - 1000 - oldest - f.latencyMs - f.tolMs);
+    hi = Math.min(hi, f.resetAtMs - oldest + join + f.tolMs);
+  }
+  return lo > hi ? null : { lo, hi };
+}
+
+export function fitSpan(fit: SpanFit | undefined, b: { lo: number; hi: number }): SpanFit {
+  if (fit === undefined) return { lo: b.lo, hi: b.hi, figures: 1, misfits: 0 };
+  const lo = Math.max(fit.lo, b.lo);
+  const hi = Math.min(fit.hi, b.hi);
+  if (lo > hi) return { lo: b.lo, hi: b.hi, figures: 1, misfits: fit.misfits + 1 };
+  return { lo, hi, figures: fit.figures + 1, misfits: fit.misfits };
+}
+
+/** A span agreed on by enough figures, and bounded above. */
+export function fittedSpan(fit: SpanFit | undefined): number | null {
+  return fit !== undefined && fit.figures >= FIT_FIGURES && Number.isFinite(fit.hi) ? fit.hi : null;
+}
