@@ -325,12 +325,12 @@ export function takeSlot(
   for (const [key] of mine) {
     const b = buckets[key] as BucketEstimate;
     const level = b.level === null ? null : bucketRoom(b, at, policy) - 1;
-    const sent = logStart(b.sent, at, logSpanMs(b, b.rate));
+    const sent = logStart(b.sent, at, logSpanMs(b, b.rate), nowMs);
     buckets[key] = { ...b, floorMs: at, level, levelAt: Math.max(at, b.levelAt), sent };
   }
   // Starts before any bucket is known are kept, to be the log of the first buckets learned.
   const firstSent =
-    mine.length === 0 && Object.keys(s.buckets).length === 0 ? logStart(s.firstSent, at, null) : undefined;
+    mine.length === 0 && Object.keys(s.buckets).length === 0 ? logStart(s.firstSent, at, null, nowMs) : undefined;
   const interval = policy.ceilingPerSecond === null ? 0 : 1000 / (policy.ceilingPerSecond * (1 - policy.reserve));
   const seq = s.seq + 1;
   const endpointSeq = (s.seqByEndpoint[endpoint] ?? 0) + 1;

@@ -32,10 +32,18 @@ export function logSpanMs(b: BucketEstimate, rate: number | null): number | null
   return rate === null || !(rate > 0) ? null : (b.limit * 1000) / rate;
 }
 
-/** The log with a start at `atMs` added, and starts older than `keepMs` before it dropped. */
-export function logStart(log: readonly SentEntry[] | undefined, atMs: number, spanMs: number | null): SentEntry[] {
+/**
+ * The log with a start at `atMs` added (a turn may be handed out ahead of `nowMs`), keeping what
+ * figures still to come may be read against: two spans back from now.
+ */
+export function logStart(
+  log: readonly SentEntry[] | undefined,
+  atMs: number,
+  spanMs: number | null,
+  nowMs: number,
+): SentEntry[] {
   const keep = spanMs === null ? 60_000 : Math.max(2 * spanMs, 2_000);
-  const kept = (log ?? []).filter((e) => e[0] > atMs - keep);
+  const kept = (log ?? []).filter((e) => e[0] > Math.min(atMs, nowMs) - keep);
   const last = kept[kept.length - 1];
   if (last !== undefined && atMs - last[0] <= joinMs(spanMs))
     kept[kept.length - 1] = [Math.max(last[0], atMs), last[1] + 1];

@@ -70,19 +70,32 @@ describe('a fixed window', () => {
 });
 
 describe('a sliding log', () => {
-  it.each([50, 200])(
-    'learns %i/s within 5 percent from Resets rounded up to whole seconds, with no 429',
-    async (rate) => {
+  it.each(RATES_BY_WORKERS)(
+    'learns %i/s from %i worker(s) from which of our requests each figure still counts, and uses it',
+    async (rate, workers) => {
       // The log's Reset is when its oldest request leaves, rounded up: a second late as often as not.
       // Read as a window's end it would teach a window twice as long and half the rate.
       const r = await runHarness({
         limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
         seconds: SECONDS,
         reserve: 0,
+        workers,
       });
       expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
-      expect(r.limited / r.requests).toBeLessThanOrEqual(0.005);
+      expect(r.lateRate / rate).toBeGreaterThan(0.9);
+      expect(r.limited).toBeLessThanOrEqual(Math.max(1, Math.ceil(r.requests * 0.005)));
       expect(r.busiestSecond).toBeLessThanOrEqual(rate);
+      expect((await r.budget.snapshot()).buckets[0]?.guess).toBe('sliding');
     },
   );
+
+  it('paces a minute-long log to its limit a minute', async () => {
+    const r = await runHarness({
+      limits: { model: 'sliding', perKey: { limit: 300, windowSeconds: 60 } },
+      seconds: 150,
+      reserve: 0,
+    });
+    expect(r.limited).toBeLessThanOrEqual(1);
+    expect(r.ok).toBeGreaterThanOrEqual(3 * 300 * 0.9);
+  });
 });
