@@ -255,7 +255,11 @@ export function learnBucket(
   const windowMs = windowFrom(b, prev, sample);
   let rate = b.rate;
   let measured = b.measured;
-  const m = guess === 'window' ? null : measure(samples, b.limit);
+  // Figures that come only with 429s (an endpoint whose answers carry no headers) are each an empty
+  // bucket after a burst and a pause: what was sent between two of them measures the pause, not
+  // the rate, so such a bucket's rate is read from Reset alone.
+  const refusalsOnly = samples.every((x) => x.remaining === 0);
+  const m = guess === 'window' || refusalsOnly ? null : measure(samples, b.limit);
   if (m?.constrained) {
     rate = m.rate;
     measured = true;
@@ -272,8 +276,11 @@ export function learnBucket(
     rate = (b.limit * 1000) / span;
     measured = true;
   }
-  if (rate === null) rate = provisional({ ...b, windowMs }, sample);
-  if (surprised && !measured && rate !== null) rate *= 0.8;
+  if (refusalsOnly && !sliding && guess !== 'window') {
+    // Each refusal's Reset, in whole seconds rounded down, reads the rate high or right, never low.
+    rate = Math.max(rate ?? 0, provisional({ ...b, windowMs }, sample) ?? 0) || null;
+  } else if (rate === null) rate = provisional({ ...b, windowMs }, sample);
+  else if (surprised && !measured) rate *= 0.8;
   // A projected window stays while it is ahead of the figure, or while the figure (a response that
   // came back late) belongs to a window that ended before it began: its turns are counted there.
   const earlier = sample.resetAtMs !== null && b.next !== null && sample.resetAtMs <= b.next.at;

@@ -377,7 +377,10 @@ export function learn(
   if (obs.limit === null) return s;
   const key = placeFigure(s, endpoint, obs.limit, limited);
   const owner = key.startsWith('*:') ? null : endpoint;
-  const b0 = s.buckets[key] ?? { ...newBucket(obs.limit, owner, obs.atMs), sent: s.firstSent ?? [] };
+  // A bucket's log must hold every start since it began: the first buckets have the starts made
+  // before any was known; one found later (an endpoint's own, from its 429) starts empty.
+  const first = Object.keys(s.buckets).length === 0;
+  const b0 = s.buckets[key] ?? { ...newBucket(obs.limit, owner, obs.atMs), sent: first ? (s.firstSent ?? []) : [] };
   const at = owner === null ? (grant?.seq ?? s.seq) : (grant?.endpointSeq ?? s.seqByEndpoint[endpoint] ?? 0);
   // A refused request took nothing: its own figure already counts it as unsent.
   const refused = (owner === null ? s.unsent : (s.unsentByEndpoint[endpoint] ?? 0)) + (limited ? 1 : 0);

@@ -164,14 +164,19 @@ export function spanBounds(
   const older = entries.slice(0, -1);
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
+  let read = false;
   for (let counted = 1; counted <= Math.min(newest[1], f.held); counted++) {
     const b = boundsFrom(older, newest[0], f.held - counted, f, spanMs);
+    if (b === 'short') continue;
+    read = true;
     if (b !== null) {
       lo = Math.min(lo, b.lo);
       hi = Math.max(hi, b.hi);
     }
   }
-  return { lo, hi };
+  // A log that does not reach back to the oldest counted says nothing; one that does but fits no
+  // span says the limiter is not a sliding log.
+  return read ? { lo, hi } : null;
 }
 
 /** Bounds when `need` of the older entries were counted besides the figure's group (at `groupAt`). */
@@ -181,7 +186,7 @@ function boundsFrom(
   need: number,
   f: FigureSeen,
   spanMs: number | null,
-): { lo: number; hi: number } | null {
+): { lo: number; hi: number } | null | 'short' {
   const join = joinMs(spanMs);
   let n = 0;
   let oldest = groupAt;
@@ -200,7 +205,7 @@ function boundsFrom(
       break;
     }
   }
-  if (n < need) return null;
+  if (n < need) return 'short';
   let lo = f.startedAtMs - oldest - f.tolMs;
   if (f.resetAtMs !== null) {
     // The oldest leaves a span after it was counted, which was up to a round trip after it started.

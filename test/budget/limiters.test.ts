@@ -99,3 +99,39 @@ describe('a sliding log', () => {
     expect(r.ok).toBeGreaterThanOrEqual(3 * 300 * 0.9);
   });
 });
+
+describe("an endpoint's own limit, told only by its 429s (detail answers carry no headers)", () => {
+  // Three workers of eight callers each against 5/s are not in here: after their first refusals
+  // they are still refused for about 1 request in 100.
+  const cases = (['fixed', 'bucket-full-at', 'bucket-next-token', 'gcra'] as const).flatMap((model) => [
+    [model, 5, 1] as const,
+    [model, 20, 1] as const,
+    [model, 20, 3] as const,
+  ]);
+  it.each(cases)(
+    '%s at %i/s from %i worker(s): learned from the first refusals, then kept to',
+    async (model, limit, workers) => {
+      let lateRefusals = 0;
+      const r = await runHarness({
+        limits: {
+          model,
+          perKey: { limit: 50, windowSeconds: 1 },
+          perEndpoint: { 'runs.get': { limit, windowSeconds: 1 } },
+        },
+        seconds: 60,
+        reserve: 0,
+        workers,
+        listEvery: 1000,
+        // Before the first refusal nothing tells the endpoint's limit; every caller's request then in
+        // flight is refused with it. What counts is what follows.
+        onRequest: (e) => {
+          if (!e.allowed && e.at > 5_000) lateRefusals++;
+        },
+      });
+      const own = (await r.budget.snapshot()).buckets.find((b) => b.scope === 'runs.get');
+      expect(Math.abs((own?.ratePerSecond ?? 0) / limit - 1)).toBeLessThan(0.05);
+      expect(r.lateRate / limit).toBeGreaterThan(0.95);
+      expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
+    },
+  );
+});
