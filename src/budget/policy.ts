@@ -177,20 +177,15 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
 }
 
 /**
- * The log reading (see sent-log.ts), used while the limiter is not told apart: at most the limit,
- * less others' use at the newest figure, within the span that leaves us the learned rate. Others'
- * use is counted until it has surely left, a span of the whole limit after the figure. Null when
- * it does not apply (the limiter is told, or no rate is known yet).
+ * The log reading (see sent-log.ts), for a limiter told to be a sliding log: at most the limit,
+ * less others' use at the newest figure, within the span the figures agree on. Others' use is
+ * counted until it has surely left, a span after the figure. Null for any other limiter.
  */
 function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
-  if (b.guess !== 'sliding' || b.rate === null || !(b.rate > 0)) return null;
-  // No exploring above the rate here: a span read short is a sliding log overrun.
-  const fitted = b.guess === 'sliding' ? fittedSpan(b.fit) : null;
-  const othersUntil = (b.last?.at ?? 0) + (fitted ?? (b.limit * 1000) / b.rate);
+  const span = b.guess === 'sliding' ? fittedSpan(b.fit) : null;
+  if (span === null) return null;
+  const othersUntil = (b.last?.at ?? 0) + span;
   const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;
-  // Reset lies at most a span ahead under a window, a log or a bucket's "full again at", so the
-  // farthest it was seen bounds the span from below when the rate reads high.
-  const span = fitted ?? Math.max(((b.limit - others) * 1000) / b.rate, b.resetSpanMs ?? 0);
   const slack = slackMs(s);
   return { span, slack, others, othersUntil, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
 }

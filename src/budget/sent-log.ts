@@ -1,11 +1,12 @@
 import type { BucketEstimate, SentEntry } from './types.ts';
 
-// Our own requests' start times, per bucket: the reading of room that holds whatever limiter runs.
-// "At most `limit` in any span of `limit ÷ rate`" is what a sliding log enforces, and a sequence
-// that keeps it also keeps a fixed window of that length and a token bucket of that size and rate,
-// so while the limiter is not yet told apart, pacing by it is never refused and still reaches the
-// rate. A sliding log's `Reset` (when its oldest request leaves, rounded up to a whole second) is
-// too coarse to pace by when the span is a second or two; our own starts are exact.
+// Our own requests' start times, per bucket, for the limiter whose figures say too little: a
+// sliding log. Its `Reset` is when its oldest request leaves, rounded up to a whole second, which
+// read as a window's end paces a one-second log at half its rate. A figure of a log says how many
+// requests it held; held against our own starts, that bounds the log's span from both sides (our
+// youngest that many were inside it, the next one had left). Figures of a sliding log always agree
+// on a span; a window's or a bucket's soon disagree. Once they agree, the budget keeps "at most the
+// limit within the span" by our starts, which is exact for the log.
 //
 // Starts close together are kept as one entry at the latest of them (leaving later is the safe
 // side), so a long span at a high rate stays a few hundred entries in the shared state.
