@@ -146,10 +146,34 @@ interface Measure {
  */
 export function measure(samples: readonly Sample[], limit: number): Measure | null {
   const newest = samples[samples.length - 1];
-  if (!newest || newest.remaining > lowMark(limit)) return lowerBound(samples);
+  if (!newest || newest.remaining > lowMark(limit)) return clearOfFull(samples, limit) ?? lowerBound(samples);
   let start = samples.length - 1;
   while (start > 0 && (samples[start - 1] as Sample).remaining <= lowMark(limit)) start--;
   return span(samples[start] as Sample, newest, true) ?? lowerBound(samples);
+}
+
+/** How far apart figures may lie, and how long a span of them must be, to show a bucket never full. */
+const CLEAR_GAP_MS = 2_000;
+const CLEAR_SPAN_MS = 4_000;
+
+/**
+ * The rate over the newest span whose figures all stayed clear of full, close together, with our
+ * requests going out between each two: the bucket was drawn on throughout and never full, so
+ * nothing that came back was hidden, and what came back is its refill less others' use of it.
+ */
+function clearOfFull(samples: readonly Sample[], limit: number): Measure | null {
+  const full = limit - fullMargin(limit);
+  let start = samples.length - 1;
+  if (start < 0 || (samples[start] as Sample).remaining > full) return null;
+  while (start > 0) {
+    const a = samples[start - 1] as Sample;
+    const b = samples[start] as Sample;
+    if (a.remaining > full || b.at - a.at > CLEAR_GAP_MS || b.seq - a.seq - (b.unsent - a.unsent) < 1) break;
+    start--;
+  }
+  const first = samples[start] as Sample;
+  const newest = samples[samples.length - 1] as Sample;
+  return newest.at - first.at < CLEAR_SPAN_MS ? null : span(first, newest, true);
 }
 
 /** A bucket this low is being drawn as fast as it refills. */
