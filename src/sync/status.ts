@@ -8,9 +8,8 @@ import { readSchemaChanges } from '../warehouse/schema.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import { combineLags, type FreshnessSummary, type LagStats, type StageLags } from './freshness.ts';
-import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './live.ts';
-import { ROLLING_KEY } from './rolling.ts';
 import type { RollingState } from './rolling-plan.ts';
+import { LIVE_KEY, RECONCILE_KEY, ROLLING_KEY, WATERMARK_KEY } from './state-keys.ts';
 import type { WalkState } from './walk.ts';
 
 // What `runsync status` shows, read from the warehouse's bookkeeping: where the live window stands,
