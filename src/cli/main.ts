@@ -24,6 +24,7 @@ const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
   ['simulate', async () => (await import('./commands/simulate.ts')).simulateCommand],
   ['query', async () => (await import('./commands/query.ts')).queryCommand],
   ['report', async () => (await import('./commands/report.ts')).reportCommand],
+  ['compact', async () => (await import('./commands/compact.ts')).compactCommand],
 ];
 
 /** The program with every command, or with only `only` when it names one. */

@@ -12,6 +12,7 @@ import {
   type RequestTally,
   startAudit,
 } from './audit.ts';
+import { compactWhenDue } from './compact-due.ts';
 import { Freshness, type FreshnessSummary } from './freshness.ts';
 import type { SyncDeps } from './types.ts';
 import type { Window } from './window.ts';
@@ -104,6 +105,7 @@ async function operate<R extends OperationResult>(
       result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };
       freshness?.exported(deps.now());
     }
+    await compactWhenDue(deps);
     result.status = result.errors.length ? 'partial' : 'ok';
   } catch (e) {
     result.status = deps.signal.aborted ? 'interrupted' : 'failed';
