@@ -1,11 +1,11 @@
 import { cpSync, existsSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { compactWhenDue } from '../../src/sync/compact-due.ts';
+import { compactNow } from '../../src/sync/compact-due.ts';
 import { readStatus } from '../../src/sync/status.ts';
 import { WarehouseGate } from '../../src/sync/warehouse-gate.ts';
 import { silentLogger } from '../../src/util/logger.ts';
-import { COMPACT_SUFFIX, compactionDue } from '../../src/warehouse/compact.ts';
+import { COMPACT_SUFFIX, type CompactWhen, compactionDue } from '../../src/warehouse/compact.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { openWarehouse, withWarehouse } from '../../src/warehouse/open.ts';
 import { DB_FILE } from '../../src/warehouse/types.ts';
@@ -85,14 +85,16 @@ describe('compaction', () => {
     expect(await whatUsersSee()).toEqual(before);
   });
 
-  it('passes compact on their own only when free blocks call for it', async () => {
+  it('is due once free blocks are the given share of the file, and passes compact through their gate', async () => {
     const before = await whatUsersSee();
-    const gate = new WarehouseGate({ dir, logger: silentLogger() });
-    const deps = { gate, logger: silentLogger() };
+    const due = (when?: CompactWhen) => withWarehouse(dir, { readOnly: true }, (wh) => compactionDue(wh, when));
     // A small warehouse is below the floor: not worth a copy.
-    expect(await withWarehouse(dir, { readOnly: true }, (wh) => compactionDue(wh))).toBe(false);
-    expect(await compactWhenDue(deps)).toBe(false);
-    expect(await compactWhenDue(deps, { freeShare: 0, minFreeBytes: 0 })).toBe(true);
+    expect(await due()).toBe(false);
+    expect(await due({ freeShare: 0.01, minFreeBytes: 0 })).toBe(true);
+    expect(await compactNow({ gate: new WarehouseGate({ dir, logger: silentLogger() }), logger: silentLogger() })).toBe(
+      true,
+    );
+    expect(await due({ freeShare: 0.01, minFreeBytes: 0 })).toBe(false);
     expect(await whatUsersSee()).toEqual(before);
   });
 });
