@@ -7,10 +7,11 @@ import { quoteIdent, quoteLiteral } from './sql.ts';
 import { DB_FILE, type SqlRunner, type WarehouseOptions } from './types.ts';
 
 // Compaction: runsync.duckdb rewritten into a fresh file beside it, which then takes its place.
-// DuckDB reuses the blocks that deletes free, but a loaded run replaces its rows (and its steps',
-// messages' and evaluations' rows) by delete and insert, and the row groups those deletes leave
-// half empty stay as they are: over many passes the file grows well beyond its live rows, and
-// VACUUM does not give that back. A copy (COPY FROM DATABASE) writes only the live rows, packed.
+// A loaded run replaces its rows (and its steps', messages' and evaluations' rows) by delete and
+// insert, and every checkpoint writes the row groups it touched to new blocks and frees the old
+// ones. DuckDB reuses freed blocks but does not give them back, and row groups the deletes left part
+// empty stay so: over many passes the file grows well beyond its live rows, and VACUUM reclaims
+// neither. A copy (COPY FROM DATABASE) writes only the live rows, packed.
 //
 // The swap never loses a row, whatever is killed when:
 //  1. With the file held for writing, its log checkpointed, the copy is written to
