@@ -1,6 +1,6 @@
 import type { Micros } from '../util/timestamp.ts';
 import type { ArchiveEndpoint } from './paths.ts';
-import { type ArchiveRecord, ArchiveWriter } from './writer.ts';
+import type { ArchiveRecord } from './writer.ts';
 
 // Where loaders send what changed the warehouse: the raw archive's files, or nowhere when the
 // archive itself is being replayed (rebuild), which must not archive its own input again.
@@ -14,6 +14,9 @@ export function fileArchive(warehouseDir: string, now: () => Micros): ArchiveSin
   return {
     async write(endpoint, records) {
       if (records.length === 0) return null;
+      // Loaded on first use: the Parquet codec's modules are slow to load, and a warehouse opened
+      // only to be read never archives.
+      const { ArchiveWriter } = await import('./writer.ts');
       const archive = await ArchiveWriter.open(warehouseDir, endpoint, now());
       try {
         for (const r of records) await archive.append(r);

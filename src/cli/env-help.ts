@@ -82,6 +82,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   status: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT', ...QUEUE],
   query: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
   report: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
+  compact: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
   simulate: ['RUNSYNC_SHUTDOWN_GRACE'],
 };
 

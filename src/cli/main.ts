@@ -3,21 +3,32 @@ import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config/index.ts';
 import { limitHeapGrowth } from '../util/heap-growth.ts';
 import { DEFAULT_GRACE_MS, shutdownGraceMs } from '../worker/config.ts';
-import { backfillCommand } from './commands/backfill.ts';
-import { demoCommand } from './commands/demo.ts';
-import { exportCommand } from './commands/export.ts';
-import { queryCommand } from './commands/query.ts';
-import { rebuildCommand } from './commands/rebuild.ts';
-import { reportCommand } from './commands/report.ts';
-import { simulateCommand } from './commands/simulate.ts';
-import { statusCommand } from './commands/status.ts';
-import { snapshotCommand, syncCommand } from './commands/sync.ts';
-import { workerCommand } from './commands/worker.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './context.ts';
 import { allSettingsHelp, COMMAND_SETTINGS, envHelp, packageVersion } from './env-help.ts';
 import { handleStopSignals, type StopHandling } from './stop-signals.ts';
 
-export function buildProgram(ctx: CliContext, setExit: (code: number) => void): Command {
+type CommandOf = (ctx: CliContext, setExit: (code: number) => void) => Command;
+
+// Each command's module is loaded only when that command runs (or the whole list is asked for):
+// the modules behind the queue, the dashboard, S3 and the API client take longer to load on a
+// busy machine than `status` or `report` take to answer.
+const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
+  ['demo', async () => (await import('./commands/demo.ts')).demoCommand],
+  ['sync', async () => (await import('./commands/sync.ts')).syncCommand],
+  ['backfill', async () => (await import('./commands/backfill.ts')).backfillCommand],
+  ['snapshot', async () => (await import('./commands/sync.ts')).snapshotCommand],
+  ['export', async () => (await import('./commands/export.ts')).exportCommand],
+  ['rebuild', async () => (await import('./commands/rebuild.ts')).rebuildCommand],
+  ['worker', async () => (await import('./commands/worker.ts')).workerCommand],
+  ['status', async () => (await import('./commands/status.ts')).statusCommand],
+  ['simulate', async () => (await import('./commands/simulate.ts')).simulateCommand],
+  ['query', async () => (await import('./commands/query.ts')).queryCommand],
+  ['report', async () => (await import('./commands/report.ts')).reportCommand],
+  ['compact', async () => (await import('./commands/compact.ts')).compactCommand],
+];
+
+/** The program with every command, or with only `only` when it names one. */
+export async function buildProgram(ctx: CliContext, setExit: (code: number) => void, only?: string): Promise<Command> {
   const program = new Command('runsync')
     .description('Keeps a DuckDB + Parquet warehouse in step with the Export API of an AI support-agent platform.')
     .version(packageVersion(), '-V, --version', 'print the version')
@@ -30,18 +41,9 @@ export function buildProgram(ctx: CliContext, setExit: (code: number) => void): 
     cmd.configureOutput(program.configureOutput());
     program.addCommand(cmd);
   };
-
-  add(demoCommand(ctx, setExit));
-  add(syncCommand(ctx, setExit));
-  add(backfillCommand(ctx, setExit));
-  add(snapshotCommand(ctx, setExit));
-  add(exportCommand(ctx, setExit));
-  add(rebuildCommand(ctx, setExit));
-  add(workerCommand(ctx, setExit));
-  add(statusCommand(ctx, setExit));
-  add(simulateCommand(ctx, setExit));
-  add(queryCommand(ctx, setExit));
-  add(reportCommand(ctx, setExit));
+  const chosen = COMMANDS.filter(([name]) => name === only);
+  const factories = await Promise.all((chosen.length ? chosen : COMMANDS).map(([, load]) => load()));
+  for (const make of factories) add(make(ctx, setExit));
   program.addHelpText('after', allSettingsHelp());
   return program;
 }
@@ -79,9 +81,13 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
     });
   }
   let code = EXIT_OK;
-  const program = buildProgram(ctx, (c) => {
-    code = c;
-  });
+  const program = await buildProgram(
+    ctx,
+    (c) => {
+      code = c;
+    },
+    argv[0],
+  );
   program.exitOverride();
   for (const c of program.commands) c.exitOverride();
   try {

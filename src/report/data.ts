@@ -1,6 +1,6 @@
 import type { FreshnessSummary } from '../sync/freshness.ts';
-import { ROLLING_KEY } from '../sync/rolling.ts';
 import { type RollingState, verifiedSince } from '../sync/rolling-plan.ts';
+import { ROLLING_KEY } from '../sync/state-keys.ts';
 import { lastHourLag } from '../sync/status.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { getState } from '../warehouse/sync-state.ts';
@@ -118,10 +118,12 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
   const days = fillDays(
     dayRows.reverse().map((r) => ({ day: String(r.day), ...resolutionCounts(r), other: num(r.other_resolution) })),
   );
-  const tools = (
-    await db.all(`SELECT tool_name, display_name, calls, errors, error_rate, median_duration_seconds, in_catalog
-      FROM v_tool_stats WHERE calls > 0 ORDER BY calls DESC, tool_name LIMIT ${TOP_TOOLS}`)
-  ).map((r) => ({
+  // v_tool_stats reads every tool call: read once, for both the top tools and the totals (a row
+  // per tool, as many as the catalog and the calls name).
+  const toolStats = await db.all(`SELECT tool_name, display_name, calls, errors, error_rate, median_duration_seconds,
+      in_catalog FROM v_tool_stats ORDER BY calls DESC, tool_name`);
+  const called = toolStats.filter((r) => num(r.calls) > 0);
+  const tools = called.slice(0, TOP_TOOLS).map((r) => ({
     name: String(r.tool_name ?? '(no name)'),
     label: str(r.display_name),
     calls: num(r.calls),
@@ -130,10 +132,11 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     medianSeconds: opt(r.median_duration_seconds),
     inCatalog: r.in_catalog === true,
   }));
-  const [t] = await db.all(
-    `SELECT coalesce(sum(calls), 0) AS calls, coalesce(sum(errors), 0) AS errors,
-       count(*) FILTER (WHERE calls > 0) AS tools FROM v_tool_stats`,
-  );
+  const t = {
+    calls: toolStats.reduce((a, r) => a + num(r.calls), 0),
+    errors: toolStats.reduce((a, r) => a + num(r.errors), 0),
+    tools: called.length,
+  };
   const agents = (
     await db.all(`SELECT * FROM v_resolution_by_agent ORDER BY runs DESC, agent_name LIMIT ${TOP_AGENTS}`)
   ).map((r) => ({
@@ -177,7 +180,7 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     source,
     days,
     tools,
-    toolTotals: { calls: num(t?.calls), errors: num(t?.errors), tools: num(t?.tools) },
+    toolTotals: t,
     agents,
     freshness,
     waiting,

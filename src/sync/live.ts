@@ -1,6 +1,7 @@
 import type { Micros } from '../util/timestamp.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
+import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 import {
   newWalk,
@@ -18,9 +19,7 @@ import { runsWindow, type Window } from './window.ts';
 // slice's last page, and never backwards. A window a killed pass left unfinished is finished
 // first, from its saved position, before the next one is cut.
 
-export const LIVE_KEY = 'runs.live';
-export const RECONCILE_KEY = 'runs.reconcile';
-export const WATERMARK_KEY = 'runs.watermark';
+export { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY };
 
 interface Plan {
   window: Window;

@@ -3,6 +3,7 @@ import { type BudgetUse, budgetUse } from '../budget/index.ts';
 import { exportParquet } from '../export/parquet.ts';
 import { withLogFields } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
+import { compactionDue } from '../warehouse/compact.ts';
 import {
   finishAudit,
   type PassKind,
@@ -12,6 +13,7 @@ import {
   type RequestTally,
   startAudit,
 } from './audit.ts';
+import { compactNow } from './compact-due.ts';
 import { Freshness, type FreshnessSummary } from './freshness.ts';
 import type { SyncDeps } from './types.ts';
 import type { Window } from './window.ts';
@@ -100,9 +102,14 @@ async function operate<R extends OperationResult>(
   try {
     await plan.run(measured, result);
     if (plan.export) {
-      const e = await deps.gate.use((wh) => exportParquet(wh, { target: deps.parquet }));
+      // Whether the file wants compacting is read in the export's unit: no open of its own.
+      const { e, due } = await deps.gate.use(async (wh) => ({
+        e: await exportParquet(wh, { target: deps.parquet }),
+        due: await compactionDue(wh).catch(() => false),
+      }));
       result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };
       freshness?.exported(deps.now());
+      if (due) await compactNow(deps);
     }
     result.status = result.errors.length ? 'partial' : 'ok';
   } catch (e) {

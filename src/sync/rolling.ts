@@ -11,6 +11,7 @@ import {
   stepDone,
   verifiedSince,
 } from './rolling-plan.ts';
+import { ROLLING_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 import { newWalk, readWalk, type WalkHooks, walkRuns } from './walk.ts';
 import type { Window } from './window.ts';
@@ -19,7 +20,8 @@ import type { Window } from './window.ts';
 // summaries like any window, fetching only what moved. The step's end becomes the position in the
 // transaction of its last page; a step a killed pass left is finished by the next pass first.
 
-export const ROLLING_KEY = 'runs.rolling';
+export { ROLLING_KEY };
+
 const ROLLING_WALK_KEY = 'runs.rolling.walk';
 
 /** List requests a step may spend per run it re-lists (a page holds 100). */

@@ -5,12 +5,12 @@ import type { ResourceSpec } from '../resources/types.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { catalogListedKey } from '../warehouse/load-catalog.ts';
 import { readSchemaChanges } from '../warehouse/schema.ts';
+import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import { combineLags, type FreshnessSummary, type LagStats, type StageLags } from './freshness.ts';
-import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './live.ts';
-import { ROLLING_KEY } from './rolling.ts';
 import type { RollingState } from './rolling-plan.ts';
+import { LIVE_KEY, RECONCILE_KEY, ROLLING_KEY, WATERMARK_KEY } from './state-keys.ts';
 import type { WalkState } from './walk.ts';
 
 // What `runsync status` shows, read from the warehouse's bookkeeping: where the live window stands,
@@ -74,20 +74,32 @@ export const STATUS_TABLES = statusTables(RESOURCES);
 
 const n = (v: bigint | number | null | undefined): number | null => (v === null || v === undefined ? null : Number(v));
 
+/** Audit rows read first for the last rate budget: a pass a few passes back nearly always has one. */
+const RECENT_AUDIT_ROWS = 200;
+
 async function lastBudgetUse(db: SqlRunner): Promise<StatusReport['rateBudget']> {
-  const [row] = await db.all<{ id: string; b: string }>(
-    `SELECT id, CAST(counts->'rate_budget' AS VARCHAR) AS b FROM _sync_audit
-     WHERE (counts->'rate_budget') IS NOT NULL ORDER BY finished_at DESC LIMIT 1`,
-  );
+  // _sync_audit gains a row a pass, for ever: the newest rows are read first, the whole table only
+  // when none of them recorded the budget. Same order in both, so the same row either way.
+  const newest = (from: string) =>
+    db.all<{ id: string; b: string }>(
+      `SELECT id, CAST(counts->'rate_budget' AS VARCHAR) AS b FROM ${from}
+       WHERE (counts->'rate_budget') IS NOT NULL ORDER BY finished_at DESC LIMIT 1`,
+    );
+  let [row] = await newest(`(SELECT * FROM _sync_audit ORDER BY finished_at DESC LIMIT ${RECENT_AUDIT_ROWS})`);
+  if (!row) [row] = await newest('_sync_audit');
   return row ? { ...(JSON.parse(row.b) as BudgetUse), passId: row.id } : null;
 }
 
 /** The lags passes measured in the hour up to the last one. */
 export async function lastHourLag(db: SqlRunner): Promise<StatusReport['lag']> {
+  // The hour's start as a constant, so that only the audit's newest row groups are read (their
+  // zone maps), not every row's counts.
+  const [last] = await db.all<{ u: bigint | null }>(`SELECT epoch_us(max(finished_at)) AS u FROM _sync_audit`);
+  if (last?.u === null || last?.u === undefined) return lastHourLags([]);
   const rows = await db.all<{ f: string }>(
     `SELECT CAST(counts->'freshness' AS VARCHAR) AS f FROM _sync_audit
-     WHERE (counts->'freshness') IS NOT NULL
-       AND finished_at >= (SELECT max(finished_at) FROM _sync_audit) - INTERVAL 1 HOUR`,
+     WHERE finished_at >= ${US_TO_TSTZ('$1')} - INTERVAL 1 HOUR AND (counts->'freshness') IS NOT NULL`,
+    [last.u],
   );
   return lastHourLags(rows.map((r) => JSON.parse(r.f) as FreshnessSummary));
 }

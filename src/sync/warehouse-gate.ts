@@ -72,6 +72,17 @@ export class WarehouseGate {
     return next;
   }
 
+  /**
+   * Runs `fn` with the warehouse closed in this process, after every earlier unit and before any
+   * later one: for work that opens the file its own way (compaction), given the gate's options.
+   */
+  alone<T>(fn: (options: WarehouseOptions) => Promise<T>): Promise<T> {
+    const run = () => fn(this.openOptions());
+    const next = this.chain.then(run, run);
+    this.chain = next.catch(() => undefined);
+    return next;
+  }
+
   private openOptions(): WarehouseOptions {
     const o = this.options;
     const options: WarehouseOptions = {

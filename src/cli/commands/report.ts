@@ -7,7 +7,9 @@ import { readReportData } from '../../report/data.ts';
 import { renderReport } from '../../report/html.ts';
 import { openReadSource, type ReadSource } from '../../report/read-source.ts';
 import { shareFile } from '../../util/file-share.ts';
-import { DB_FILE, systemMicros, WarehouseLockedError } from '../../warehouse/index.ts';
+import { WarehouseLockedError } from '../../warehouse/errors.ts';
+import { systemMicros } from '../../warehouse/open.ts';
+import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
 

@@ -6,10 +6,9 @@ import type { LagStats, StageLags } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/status.ts';
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
-import { holderName, systemMicros, WarehouseLockedError, withWarehouse } from '../../warehouse/index.ts';
+import { holderName, WarehouseLockedError } from '../../warehouse/errors.ts';
+import { systemMicros, withWarehouse } from '../../warehouse/open.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
-import { listBackfills } from '../../worker/backfill-flow.ts';
-import { openQueueClient, queueReport } from '../../worker/client.ts';
 import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { schemaChangeLines } from './schema-lines.ts';
@@ -185,6 +184,9 @@ async function queueLines(env: NodeJS.ProcessEnv, dir: string): Promise<string[]
   const url = env.REDIS_URL?.trim();
   if (!url) return [];
   const settings = workerSettings(env, dir);
+  // Loaded only with REDIS_URL set: the queue's client is slow to load, and most warehouses have none.
+  const { openQueueClient, queueReport } = await import('../../worker/client.ts');
+  const { listBackfills } = await import('../../worker/backfill-flow.ts');
   const client = openQueueClient(url, settings.prefix);
   try {
     const q = await Promise.race([

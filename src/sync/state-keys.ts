@@ -1,0 +1,7 @@
+// Where the sync keeps its walks and watermark in _sync_state. Apart from the walks themselves so
+// that the commands that only read them (status, report) load nothing of the API client.
+
+export const LIVE_KEY = 'runs.live';
+export const RECONCILE_KEY = 'runs.reconcile';
+export const WATERMARK_KEY = 'runs.watermark';
+export const ROLLING_KEY = 'runs.rolling';
