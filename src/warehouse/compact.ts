@@ -35,7 +35,7 @@ export interface CompactWhen {
 // the share below is within the README's bound of a fresh load. The floor keeps a small warehouse,
 // where one checkpoint frees a large share of the file every time, from being copied every pass:
 // below it the space is not worth the copy.
-export const COMPACT_WHEN: CompactWhen = { freeShare: 0.075, minFreeBytes: 4 * 1024 * 1024 };
+export const COMPACT_WHEN: CompactWhen = { freeShare: 0.12, minFreeBytes: 16 * 1024 * 1024 };
 
 /** Whether the file's free blocks call for compaction (DuckDB's own count: no data is read). */
 export async function compactionDue(db: SqlRunner, when: CompactWhen = COMPACT_WHEN): Promise<boolean> {
