@@ -38,7 +38,7 @@ describe('memory budget', () => {
     expect(b.exportMemoryLimit).toBe('112MB');
     expect(b.threads).toBe(1);
     expect(b.exportThreads).toBe(2);
-    expect(b.parquetThreads).toBe(1);
+    expect(b.bulkThreads).toBe(1);
     expect(b.runBatch).toBe(400);
     const big = memoryBudget(2000 * MB, 8);
     expect(sizeBytes(big.duckdbMemoryLimit)).toBe(5 * sizeBytes(b.duckdbMemoryLimit));
