@@ -2,6 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
+import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from '../warehouse/load-runs.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
@@ -148,9 +149,8 @@ async function writeTree(
     location: tree.url,
     generation: null,
   };
-  // Loading leaves a core to JavaScript; here JavaScript only waits, so DuckDB gets them all.
-  // Each thread buffers a whole row group of a day's sorted rows, which loading's memory limit
-  // does not always hold: the export gets at least its budget's share for its run.
+  // Each thread sorts a file's rows and buffers its row groups, which loading's memory limit does
+  // not always hold: the export gets at least its budget's share, and its threads, for its run.
   const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
   const threads = Number(setting?.t ?? wh.exportThreads);
   const memoryLimit = wh.memoryLimit;
@@ -185,7 +185,7 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
 }
 
 async function writePartition(
-  db: SqlRunner,
+  db: Warehouse,
   runTables: readonly ExportTable[],
   plan: PartitionPlan,
   tree: ParquetTree,
@@ -212,7 +212,7 @@ async function writePartition(
 
 /** COPYs `select` to the file at `path` of the table; a file with no rows is removed instead. */
 async function writeFile(
-  db: SqlRunner,
+  db: Warehouse,
   t: ExportTable,
   select: string,
   path: string,
@@ -220,10 +220,7 @@ async function writeFile(
   result: ExportResult,
 ): Promise<void> {
   const fresh = join(tree.scratch, `${t.name}-${path.replaceAll('/', '-')}`);
-  const [copied] = await db.all<{ Count: bigint }>(
-    `COPY (${select}) TO ${quoteLiteral(fresh)} (FORMAT parquet, COMPRESSION zstd)`,
-  );
-  const rows = Number(copied?.Count ?? 0);
+  const rows = await copyFile(db, select, fresh);
   if (rows > 0 || !t.partitioned) {
     result.written.push(await tree.place(t.name, path, fresh, rows));
     return;
@@ -231,6 +228,50 @@ async function writeFile(
   await rm(fresh, { force: true });
   const gone = await tree.remove(t.name, path);
   if (gone !== null) result.removed.push(gone);
+}
+
+/**
+ * Rows per Parquet row group. The writer holds a whole row group of every column in memory, most of
+ * it beyond DuckDB's memory_limit, so DuckDB's default (122,880 rows) set the export's peak; the
+ * files grow a little at this size, and readers still skip by row group.
+ */
+export const ROW_GROUP_ROWS = 32_768;
+
+/** COPYs `select` to `file`; the rows written. */
+async function copyFile(db: Warehouse, select: string, file: string): Promise<number> {
+  try {
+    return await copyAtMost(db, select, file);
+  } finally {
+    // DuckDB's allocator keeps what a COPY freed for reuse, and the next file's sort and row groups
+    // then land beside it; setting the limit hands it back (see open.ts).
+    await db.setMemoryLimit(db.memoryLimit).catch(() => undefined);
+  }
+}
+
+/** A file whose rows do not fit the export's memory is written again, once, with room for them. */
+async function copyAtMost(db: Warehouse, select: string, file: string): Promise<number> {
+  const copy = async () => {
+    const [copied] = await db.all<{ Count: bigint }>(
+      `COPY (${select}) TO ${quoteLiteral(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`,
+    );
+    return Number(copied?.Count ?? 0);
+  };
+  try {
+    return await copy();
+  } catch (e) {
+    if (!isOutOfMemory(e)) throw e;
+    const limit = db.memoryLimit;
+    db.logger.warn(
+      { file, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT },
+      'a Parquet file did not fit in memory; writing it again with more',
+    );
+    await db.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
+    try {
+      return await copy();
+    } finally {
+      await db.setMemoryLimit(limit);
+    }
+  }
 }
 
 async function removeStalePartitions(
@@ -248,7 +289,7 @@ async function removeStalePartitions(
   }
 }
 
-async function writeFlat(db: SqlRunner, t: ExportTable, tree: ParquetTree, result: ExportResult): Promise<void> {
+async function writeFlat(db: Warehouse, t: ExportTable, tree: ParquetTree, result: ExportResult): Promise<void> {
   const select = `SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}`;
   await writeFile(db, t, select, DATA_FILE, tree, result);
 }

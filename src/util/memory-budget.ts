@@ -33,8 +33,13 @@ export interface MemoryBudget {
   readonly exportMemoryLimit: string;
   /** DuckDB's threads while JavaScript works beside it (loads). */
   readonly threads: number;
-  /** DuckDB's threads when JavaScript waits (export, rebuild, status). */
+  /** DuckDB's threads when JavaScript waits on reads (status, report). */
   readonly exportThreads: number;
+  /**
+   * DuckDB's threads for the export's Parquet files and the rebuild's staging: each thread holds
+   * row groups or parsed payloads of its own beyond memory_limit, so a small budget works with one.
+   */
+  readonly bulkThreads: number;
   /** V8's old generation ceiling, in MiB (--max-old-space-size). */
   readonly heapMb: number;
   /** Run details merged in one transaction by rebuild and bulk loads. */
@@ -62,10 +67,11 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
   return {
     bytes,
     duckdbMemoryLimit: mb(bytes * 0.16),
-    exportMemoryLimit: mb(bytes * 0.48),
+    exportMemoryLimit: mb(bytes * 0.28),
     // A DuckDB thread holds a few tens of MB of working memory of its own, beyond memory_limit.
     threads: clamp(Math.min(cores - 1, Math.floor(bytes / (200 * MB))), 1, 64),
     exportThreads: clamp(Math.min(cores, Math.floor(bytes / (96 * MB))), 1, 64),
+    bulkThreads: clamp(Math.min(cores, Math.floor(bytes / (400 * MB))), 1, 64),
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
     runBatch: clamp(Math.round(400 * scale), 50, 5000),
     bufferedPages: clamp(Math.round(8 * scale), 2, 32),

@@ -107,7 +107,7 @@ export const OBSERVED_NOTE = 'runsync.observed';
 export const OUTSIZED_MEMORY_LIMIT = '2GB';
 
 /** DuckDB out of memory, in a statement or in the commit (which writes the batch to its log). */
-function isOutOfMemory(e: unknown): boolean {
+export function isOutOfMemory(e: unknown): boolean {
   return (
     e instanceof Error &&
     (e.message.startsWith('Out of Memory Error') ||

@@ -142,7 +142,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     schemaEvolution: options.schemaEvolution ?? true,
     archive: options.archive ?? fileArchive(root, now),
     share: options.share ?? null,
-    exportThreads: options.threads ?? budget.exportThreads,
+    exportThreads: options.threads ?? budget.bulkThreads,
     budget,
     now,
     get memoryLimit() {

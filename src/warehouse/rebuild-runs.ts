@@ -1,15 +1,21 @@
 import { listValue } from '@duckdb/node-api';
 import { listArchiveFiles } from '../archive/paths.ts';
 import { ArchiveWriter } from '../archive/writer.ts';
-import { type Observed, type ObservedJson, observeAll, observedFromJson } from '../resources/schema-observe.ts';
+import {
+  mergeObserved,
+  type Observed,
+  type ObservedJson,
+  observeAll,
+  observedFromJson,
+} from '../resources/schema-observe.ts';
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { insertRejected } from './load-rejected.ts';
-import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
+import { isOutOfMemory, OBSERVED_NOTE, OUTSIZED_MEMORY_LIMIT, stageAndMerge } from './load-runs.ts';
 import { evolveSchema } from './schema.ts';
 import { quoteLiteral } from './sql.ts';
 import { RunMergeSql } from './stage-runs-sql.ts';
-import type { Warehouse } from './types.ts';
+import type { SqlRunner, Warehouse } from './types.ts';
 
 // The runs of a rebuild. Replaying every archive file in turn through the loads' merge judges each
 // batch against a table that keeps growing, one transaction per file. The outcome is known from the
@@ -49,20 +55,23 @@ export async function rebuildRuns(
   const n = Number(total?.n ?? 0);
   const sql = new RunMergeSql(wh.resource('runs'));
   for (let from = 0; from < n; from += chunkRuns) {
-    const counts = await wh.transaction(async (tx) => {
-      await tx.run(
-        `CREATE OR REPLACE TEMP TABLE _rebuild_chunk AS
-         SELECT filename, seq FROM _rebuild_win WHERE rn >= $1 AND rn < $2`,
-        [from, from + chunkRuns],
+    const chunk = (tx: SqlRunner) => stageChunk(tx, sql, from, from + chunkRuns);
+    const counts = await wh.transaction(chunk).catch(async (e: unknown) => {
+      if (!isOutOfMemory(e)) throw e;
+      // Payloads beyond the usual memory (tool outputs of many megabytes), as loads meet them.
+      wh.logger.warn(
+        { runs: chunkRuns, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT },
+        'a chunk of the rebuild did not fit in memory; staging it again with more',
       );
-      const chunkFiles = (
-        await tx.all<{ f: string }>(`SELECT DISTINCT filename AS f FROM _rebuild_chunk ORDER BY 1`)
-      ).map((r) => r.f);
-      const [c] = await tx.all<{ child_rows: bigint; inserted: bigint }>(
-        [sql.stage(chunkFiles, undefined, '_rebuild_chunk'), sql.pickChosen(), sql.count()].join(';\n'),
-      );
-      await tx.run([...sql.merge(null), 'DROP TABLE _rebuild_chunk'].join(';\n'));
-      return c;
+      const limit = wh.memoryLimit;
+      try {
+        return await wh.transaction(async (tx) => {
+          await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
+          return chunk(tx);
+        });
+      } finally {
+        await wh.serial(() => wh.setMemoryLimit(limit));
+      }
     });
     result.childRows += Number(counts?.child_rows ?? 0);
     result.runs += Number(counts?.inserted ?? 0);
@@ -121,6 +130,23 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
   await wh.run('DROP TABLE _rebuild_files');
 }
 
+/** Stages and inserts the winners numbered [from, to), in the caller's transaction. */
+async function stageChunk(tx: SqlRunner, sql: RunMergeSql, from: number, to: number) {
+  await tx.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_chunk AS
+     SELECT filename, seq FROM _rebuild_win WHERE rn >= $1 AND rn < $2`,
+    [from, to],
+  );
+  const chunkFiles = (await tx.all<{ f: string }>(`SELECT DISTINCT filename AS f FROM _rebuild_chunk ORDER BY 1`)).map(
+    (r) => r.f,
+  );
+  const [c] = await tx.all<{ child_rows: bigint; inserted: bigint }>(
+    [sql.stage(chunkFiles, undefined, '_rebuild_chunk'), sql.pickChosen(), sql.count()].join(';\n'),
+  );
+  await tx.run([...sql.merge(null), 'DROP TABLE _rebuild_chunk'].join(';\n'));
+  return c;
+}
+
 function fileList(files: readonly string[]): string {
   return `[${files.map(quoteLiteral).join(', ')}]`;
 }
@@ -139,15 +165,30 @@ async function observedNotes(wh: Warehouse, files: readonly string[]): Promise<M
   return out;
 }
 
+/** Payloads of a file a note-less file is read in, so a slice's texts alone are held at a time. */
+const OBSERVE_SLICE = 100;
+
 /** A file written before loads noted what they observed: its payloads are read and typed here. */
 async function observeFile(wh: Warehouse, file: string): Promise<Observed | null> {
-  const payloads = await wh.all<{ payload: string }>(
-    `SELECT payload FROM read_parquet(${quoteLiteral(file)}) WHERE kind = 'payload'`,
-  );
-  return observeAll(
-    wh.resource('runs'),
-    payloads.map((p) => JSON.parse(p.payload) as unknown),
-  );
+  const source = `read_parquet(${quoteLiteral(file)})`;
+  const [last] = await wh.all<{ n: bigint | null }>(`SELECT max(seq) AS n FROM ${source} WHERE kind = 'payload'`);
+  const resource = wh.resource('runs');
+  let observed: Observed | null = null;
+  for (let from = 0; from <= Number(last?.n ?? -1); from += OBSERVE_SLICE) {
+    const payloads = await wh.all<{ payload: string }>(
+      `SELECT payload FROM ${source} WHERE kind = 'payload' AND seq >= $1 AND seq < $2`,
+      [from, from + OBSERVE_SLICE],
+    );
+    // Parsed one at a time as they are observed: the parsed payloads together would take V8's
+    // heap several times their text, and the heap keeps what it grew to.
+    const seen = observeAll(resource, parsedPayloads(payloads));
+    if (seen) observed = observed ? mergeObserved(observed, seen) : seen;
+  }
+  return observed;
+}
+
+function* parsedPayloads(rows: readonly { payload: string }[]): Generator<unknown> {
+  for (const r of rows) yield JSON.parse(r.payload) as unknown;
 }
 
 /** Payloads once refused are checked again, so a flattening that now accepts them takes them in. */

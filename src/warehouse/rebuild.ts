@@ -46,13 +46,13 @@ export async function rebuildInto(
   if (existsSync(join(targetDir, DB_FILE)))
     throw new Error(`${join(targetDir, DB_FILE)} exists; rebuild writes a fresh warehouse`);
   // The archive is the input here: replaying it must not archive it again. JavaScript waits while
-  // DuckDB works, so DuckDB gets the export's share of the budget and every core it allows.
+  // DuckDB works, so DuckDB gets the export's share of the budget and its threads.
   const budget = options.budget ?? defaultMemoryBudget();
   const wh = await openWarehouse(targetDir, {
     ...options,
     archive: NO_ARCHIVE,
     memoryLimit: options.memoryLimit ?? budget.exportMemoryLimit,
-    threads: options.threads ?? budget.exportThreads,
+    threads: options.threads ?? budget.bulkThreads,
   });
   const result: RebuildResult = {
     file: wh.file,

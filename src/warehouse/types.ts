@@ -76,7 +76,7 @@ export interface Warehouse extends SqlRunner {
   readonly archive: ArchiveSink;
   /** The group the export gives the Parquet tree and analytics.duckdb to; null: owner only. */
   readonly share: ShareGroup | null;
-  /** DuckDB threads for work the JavaScript side waits on (the export): the threads option, or every core. */
+  /** DuckDB threads for the Parquet export: the threads option, or the budget's bulkThreads. */
   readonly exportThreads: number;
   now(): Micros;
   /** The resources as this warehouse stores them: the declarations with its schema changes. */

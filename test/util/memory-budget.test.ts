@@ -35,9 +35,10 @@ describe('memory budget', () => {
   it('shares the default 400MB as the loader bench measured it, and grows every part with the budget', () => {
     const b = memoryBudget(400 * MB, 2);
     expect(b.duckdbMemoryLimit).toBe('64MB');
-    expect(b.exportMemoryLimit).toBe('192MB');
+    expect(b.exportMemoryLimit).toBe('112MB');
     expect(b.threads).toBe(1);
     expect(b.exportThreads).toBe(2);
+    expect(b.bulkThreads).toBe(1);
     expect(b.runBatch).toBe(400);
     const big = memoryBudget(2000 * MB, 8);
     expect(sizeBytes(big.duckdbMemoryLimit)).toBe(5 * sizeBytes(b.duckdbMemoryLimit));
@@ -72,7 +73,7 @@ describe('memory budget', () => {
       );
       expect(Math.abs(sizeBytes(s?.m as string) - 160 * MB)).toBeLessThan(MB);
       expect(Number(s?.t)).toBe(3);
-      expect(wh.exportThreads).toBe(4);
+      expect(wh.exportThreads).toBe(2);
     } finally {
       await wh.close();
     }
