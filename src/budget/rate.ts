@@ -14,6 +14,7 @@ import {
   tookMs,
   unsent,
 } from './policy.ts';
+import { ON_TIME_MS } from './sent-log.ts';
 import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
 
 export interface RateBudgetOptions {
@@ -30,7 +31,6 @@ export interface RateBudgetOptions {
 export const DEFAULT_RESERVE = 0.05;
 const MAX_TURNS = 6;
 const LATE_WAKE_MS = 25;
-const ON_TIME_MS = 2;
 
 /** The budget of one API key, shared by every request made through it. */
 export class SharedRateBudget implements RateBudget {

@@ -16,11 +16,18 @@ const ENTRIES = 128;
 const FIT_FIGURES = 3;
 
 /**
- * How much later than ours a request of ours may be counted, relative to another of ours: starts
- * are logged when they happen (see rate.ts), so what is left is how much round trips vary.
+ * A start at most this late is logged at its planned time; a later one is logged again when it
+ * happened (rate.ts). Each such correction is a write to the shared state, so the bound is not
+ * set tighter than a busy event loop keeps.
+ */
+export const ON_TIME_MS = 5;
+
+/**
+ * How much later than ours a request of ours may be counted, relative to another of ours: how much
+ * round trips vary, and how late a start may be without being logged again.
  */
 export function slackMs(s: { latencyMs: number; latencyLowMs?: number }): number {
-  return Math.max(0, s.latencyMs - (s.latencyLowMs ?? s.latencyMs)) + 3;
+  return Math.max(0, s.latencyMs - (s.latencyLowMs ?? s.latencyMs)) + ON_TIME_MS + 1;
 }
 
 /** Entries within this of each other are joined; their starts are known no closer than that. */
