@@ -219,14 +219,15 @@ function span(a: Sample, b: Sample, constrained: boolean): Measure | null {
 
 /** A first figure's rate: the bucket refills to full by Reset, or a window of that length. */
 function provisional(b: BucketEstimate, o: Sample): number | null {
-  // Reset comes in whole seconds, rounded up: one figure just before a second's end would teach a
-  // window a second too long, halving the rate, so the seconds to Reset are rounded down.
-  const seconds = o.resetAtMs === null ? null : Math.floor((o.resetAtMs - o.at) / 1000);
-  const w = b.windowMs ?? (seconds === null ? null : Math.max(1, seconds) * 1000);
+  const w = b.windowMs ?? wholeSecondsTo(o);
   return w === null ? null : (b.limit * 1000) / w;
 }
 
-/** Whole seconds, at least one, from a figure to its Reset, in ms. */
+/**
+ * Whole seconds, at least one, from a figure to its Reset, in ms. Reset comes in whole seconds,
+ * rounded up: one figure just before a second's end would read a second too long (a window twice
+ * as long, half the rate), so the seconds are rounded down.
+ */
 function wholeSecondsTo(o: Sample): number | null {
   return o.resetAtMs === null ? null : Math.max(1, Math.floor((o.resetAtMs - o.at) / 1000)) * 1000;
 }
