@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import type { RateModel } from '../../src/simulator/index.ts';
 import { runHarness } from './limiter-harness.ts';
 
 // The budget against each limiter the simulator runs, on simulated time: 30 s of traffic from eight
@@ -12,16 +13,21 @@ const RATES_BY_WORKERS = [5, 20, 50, 200].flatMap((rate) => [
   [rate, 3],
 ]);
 
+/** One limit on the key, `rate` a second of `model`, drawn on by `workers` workers for SECONDS. */
+function keyLimited(model: RateModel, rate: number, workers: number) {
+  return runHarness({
+    limits: { model, perKey: { limit: rate, windowSeconds: 1 } },
+    seconds: SECONDS,
+    reserve: 0,
+    workers,
+  });
+}
+
 describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token bucket (%s)', (model) => {
   it.each(RATES_BY_WORKERS)(
     'learns %i/s from %i worker(s) sharing the budget, uses it, and is seldom refused',
     async (rate, workers) => {
-      const r = await runHarness({
-        limits: { model, perKey: { limit: rate, windowSeconds: 1 } },
-        seconds: SECONDS,
-        reserve: 0,
-        workers,
-      });
+      const r = await keyLimited(model, rate, workers);
       expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
       expect(r.lateRate / rate).toBeGreaterThan(0.9);
       // 0.5% of the requests, in whole requests; at 5/s, 30 s is 150 requests and one 429 is 0.7%.
@@ -45,12 +51,7 @@ describe('a fixed window', () => {
   it.each(RATES_BY_WORKERS)(
     'learns %i/s from %i worker(s) and gets it through each second with no 429',
     async (rate, workers) => {
-      const r = await runHarness({
-        limits: { model: 'fixed', perKey: { limit: rate, windowSeconds: 1 } },
-        seconds: SECONDS,
-        reserve: 0,
-        workers,
-      });
+      const r = await keyLimited('fixed', rate, workers);
       expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
       expect(r.lateRate / rate).toBeGreaterThan(0.85);
       expect(r.limited).toBe(0);
@@ -75,12 +76,7 @@ describe('a sliding log', () => {
     async (rate, workers) => {
       // The log's Reset is when its oldest request leaves, rounded up: a second late as often as not.
       // Read as a window's end it would teach a window twice as long and half the rate.
-      const r = await runHarness({
-        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
-        seconds: SECONDS,
-        reserve: 0,
-        workers,
-      });
+      const r = await keyLimited('sliding', rate, workers);
       expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
       expect(r.lateRate / rate).toBeGreaterThan(0.9);
       expect(r.limited).toBeLessThanOrEqual(Math.max(1, Math.ceil(r.requests * 0.005)));
