@@ -2,7 +2,7 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
-import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from '../warehouse/load-runs.ts';
+import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';

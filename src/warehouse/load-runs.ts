@@ -14,6 +14,7 @@ import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { stringMember, toJsonText } from './json-text.ts';
 import { insertRejected, type Refusal, type RejectedPayload, reasons, refusal } from './load-rejected.ts';
+import { transactionWithRoom } from './out-of-memory.ts';
 import { evolveSchema } from './schema.ts';
 import { runBookkeeping } from './sql.ts';
 import { RunMergeSql } from './stage-runs-sql.ts';
@@ -68,29 +69,12 @@ export async function loadRunDetails(
   const received = details.length;
   const prepared = await prepare(wh, details, fetchedAt);
   try {
-    try {
-      return await wh.transaction((tx) => merge(tx, wh, prepared, received, fetchedAt, bookkeeping));
-    } catch (e) {
-      if (!isOutOfMemory(e)) throw e;
-      // A payload beyond the usual memory (a tool output of many megabytes): the archived batch is
-      // merged again, once, with room for it. The commit needs that room too (it writes the
-      // payload to the log), so the limit is restored after it.
-      wh.logger.warn(
-        { runs: received, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT },
-        'a batch of run details did not fit in memory; merging it again with more',
-      );
-      let limit: string | null = null;
-      try {
-        return await wh.transaction(async (tx) => {
-          limit = wh.memoryLimit;
-          await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
-          return merge(tx, wh, prepared, received, fetchedAt, bookkeeping);
-        });
-      } finally {
-        const restore = limit;
-        if (restore !== null) await wh.serial(() => wh.setMemoryLimit(restore));
-      }
-    }
+    return await transactionWithRoom(
+      wh,
+      (tx) => merge(tx, wh, prepared, received, fetchedAt, bookkeeping),
+      { runs: received },
+      'a batch of run details did not fit in memory; merging it again with more',
+    );
   } catch (e) {
     await prepared.archive.abort();
     throw e;
@@ -102,18 +86,6 @@ export async function loadRunDetails(
  * (JSON of the observed type tree, or null), so rebuild need not parse them to replay evolution.
  */
 export const OBSERVED_NOTE = 'runsync.observed';
-
-/** The memory a batch that failed for lack of it is merged again with. */
-export const OUTSIZED_MEMORY_LIMIT = '2GB';
-
-/** DuckDB out of memory, in a statement or in the commit (which writes the batch to its log). */
-export function isOutOfMemory(e: unknown): boolean {
-  return (
-    e instanceof Error &&
-    (e.message.startsWith('Out of Memory Error') ||
-      /^TransactionContext Error: Failed to commit: failed to (pin|allocate)/.test(e.message))
-  );
-}
 
 /** Payloads checked and archived between two returns to the event loop (a few ms of work). */
 const YIELD_EVERY = 16;

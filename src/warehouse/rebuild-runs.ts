@@ -11,7 +11,8 @@ import {
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { insertRejected } from './load-rejected.ts';
-import { isOutOfMemory, OBSERVED_NOTE, OUTSIZED_MEMORY_LIMIT, stageAndMerge } from './load-runs.ts';
+import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
+import { transactionWithRoom } from './out-of-memory.ts';
 import { evolveSchema } from './schema.ts';
 import { quoteLiteral } from './sql.ts';
 import { RunMergeSql } from './stage-runs-sql.ts';
@@ -55,24 +56,13 @@ export async function rebuildRuns(
   const n = Number(total?.n ?? 0);
   const sql = new RunMergeSql(wh.resource('runs'));
   for (let from = 0; from < n; from += chunkRuns) {
-    const chunk = (tx: SqlRunner) => stageChunk(tx, sql, from, from + chunkRuns);
-    const counts = await wh.transaction(chunk).catch(async (e: unknown) => {
-      if (!isOutOfMemory(e)) throw e;
-      // Payloads beyond the usual memory (tool outputs of many megabytes), as loads meet them.
-      wh.logger.warn(
-        { runs: chunkRuns, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT },
-        'a chunk of the rebuild did not fit in memory; staging it again with more',
-      );
-      const limit = wh.memoryLimit;
-      try {
-        return await wh.transaction(async (tx) => {
-          await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
-          return chunk(tx);
-        });
-      } finally {
-        await wh.serial(() => wh.setMemoryLimit(limit));
-      }
-    });
+    // Payloads beyond the usual memory (tool outputs of many megabytes), as loads meet them.
+    const counts = await transactionWithRoom(
+      wh,
+      (tx) => stageChunk(tx, sql, from, from + chunkRuns),
+      { runs: chunkRuns },
+      'a chunk of the rebuild did not fit in memory; staging it again with more',
+    );
     result.childRows += Number(counts?.child_rows ?? 0);
     result.runs += Number(counts?.inserted ?? 0);
   }

@@ -1,0 +1,46 @@
+import type { SqlRunner, Warehouse } from './types.ts';
+
+// A batch, a chunk or a file whose payloads are beyond the usual memory (a tool output of many
+// megabytes) is done again, once, with room for it, rather than failing the whole operation.
+
+/** The memory a unit of work that failed for lack of it is done again with. */
+export const OUTSIZED_MEMORY_LIMIT = '2GB';
+
+/** DuckDB out of memory, in a statement or in the commit (which writes the batch to its log). */
+export function isOutOfMemory(e: unknown): boolean {
+  return (
+    e instanceof Error &&
+    (e.message.startsWith('Out of Memory Error') ||
+      /^TransactionContext Error: Failed to commit: failed to (pin|allocate)/.test(e.message))
+  );
+}
+
+/**
+ * Runs `work` in a transaction; one that runs out of memory is said in the log (`fields`, `what`)
+ * and run again, once, with OUTSIZED_MEMORY_LIMIT. The commit needs that room too (it writes the
+ * work to the log), so the limit is restored after it.
+ */
+export async function transactionWithRoom<R>(
+  wh: Warehouse,
+  work: (tx: SqlRunner) => Promise<R>,
+  fields: Record<string, unknown>,
+  what: string,
+): Promise<R> {
+  try {
+    return await wh.transaction(work);
+  } catch (e) {
+    if (!isOutOfMemory(e)) throw e;
+    wh.logger.warn({ ...fields, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT }, what);
+    let limit: string | null = null;
+    try {
+      return await wh.transaction(async (tx) => {
+        limit = wh.memoryLimit;
+        await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
+        return work(tx);
+      });
+    } finally {
+      const restore = limit;
+      if (restore !== null) await wh.serial(() => wh.setMemoryLimit(restore));
+    }
+  }
+}
