@@ -3,9 +3,18 @@ import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ArchiveWriter } from '../src/archive/writer.ts';
+import { RUNS } from '../src/resources/registry.ts';
+import {
+  knownNode,
+  mergeObserved,
+  type Observed,
+  observedToJson,
+  observeUnknown,
+} from '../src/resources/schema-observe.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { toJsonText } from '../src/warehouse/json-text.ts';
+import { OBSERVED_NOTE } from '../src/warehouse/load-runs.ts';
 import type { WorldSpec } from './world-warehouse.ts';
 
 // What the scale bench shares: its worlds (the freshness bench's: seed 83, about 33,333 runs a
@@ -28,7 +37,7 @@ export function scaleWorld(size: number): WorldSpec {
  * warehouse the world's loads made.
  */
 export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promise<string> {
-  const dir = join(tmpdir(), 'runsync-bench-worlds', `raw-${w.seed}-${w.size}-${w.days}-${w.now}`);
+  const dir = join(tmpdir(), 'runsync-bench-worlds', `raw-noted-${w.seed}-${w.size}-${w.days}-${w.now}`);
   const done = join(dir, '.complete');
   if (existsSync(done)) return dir;
   rmSync(dir, { recursive: true, force: true });
@@ -37,9 +46,19 @@ export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promis
   const sim = await startSimulator({ port: 0, seed: w.seed, size: w.size, days: w.days, now: w.now });
   let at = w.now - w.size * 10;
   let writer: ArchiveWriter | null = null;
+  let observed: Observed | null = null;
+  const known = knownNode(RUNS);
+  // Each file notes what its payloads held beyond the schema, as a load's file does.
+  const commit = async (w: ArchiveWriter) => {
+    w.note(OBSERVED_NOTE, JSON.stringify(observed ? observedToJson(observed) : null));
+    observed = null;
+    await w.commit();
+  };
   let n = 0;
   for (const d of sim.world.truthRunDetails()) {
     writer ??= await ArchiveWriter.open(dir, 'runs', at);
+    const seen = observeUnknown(d, known);
+    if (seen) observed = observed ? mergeObserved(observed, seen) : seen;
     const detail = d as { id: string; updated_at: string };
     await writer.append({
       kind: 'payload',
@@ -51,12 +70,12 @@ export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promis
     });
     at += 10;
     if (++n % FILE_RUNS === 0) {
-      await writer.commit();
+      await commit(writer);
       writer = null;
       if (n % 100_000 === 0) log(`world ${w.size}: ${n} runs archived`);
     }
   }
-  if (writer) await writer.commit();
+  if (writer) await commit(writer);
   await sim.close();
   writeFileSync(done, '');
   return dir;

@@ -1,20 +1,21 @@
 import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NO_ARCHIVE } from '../src/archive/sink.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { startSimulator } from '../src/simulator/index.ts';
 import { createEngine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { formatTimestamp, MICROS_PER_DAY, type Micros } from '../src/util/timestamp.ts';
-import { loadRunDetails, openWarehouse } from '../src/warehouse/index.ts';
+import { rebuildInto } from '../src/warehouse/rebuild.ts';
+import { rawArchive } from './scale-world.ts';
 
 // A warehouse holding what the simulator's world shows at `now`, as a first sync would have left
 // it, without the hours of API time a first sync of a million runs takes at a real rate limit:
-// the details go straight from the generator into the loader (no raw archive), then one pass
-// against an unthrottled simulator lists every run (fetching nothing: all are stored) and leaves
-// the bookkeeping and the Parquet tree a first sync leaves. Built once per world under the system
-// temp folder; benches copy it.
+// the details go straight from the generator into a raw archive (scale-world.ts), which `rebuild`
+// turns into tables (the warehouse keeps no archive), then one pass against an unthrottled
+// simulator lists every run (fetching nothing: all are stored) and leaves the bookkeeping and the
+// Parquet tree a first sync leaves. Built once per world under the system temp folder; benches
+// copy it.
 
 export interface WorldSpec {
   seed: number;
@@ -23,10 +24,8 @@ export interface WorldSpec {
   now: Micros;
 }
 
-const BATCH = 1000;
-
 function cacheDir(w: WorldSpec): string {
-  return join(tmpdir(), 'runsync-bench-worlds', `w-${w.seed}-${w.size}-${w.days}-${w.now}`);
+  return join(tmpdir(), 'runsync-bench-worlds', `w-rebuilt-${w.seed}-${w.size}-${w.days}-${w.now}`);
 }
 
 export function startDateOf(w: WorldSpec): string {
@@ -34,26 +33,12 @@ export function startDateOf(w: WorldSpec): string {
 }
 
 async function build(w: WorldSpec, dir: string, log: (l: string) => void): Promise<void> {
+  const raw = await rawArchive(w, log);
+  const t0 = performance.now();
+  const rebuilt = await rebuildInto(raw, dir, { logger: silentLogger() });
+  log(`world ${w.size}: ${rebuilt.runs} runs rebuilt in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
   const sim = await startSimulator({ port: 0, seed: w.seed, size: w.size, days: w.days, now: w.now });
   try {
-    const wh = await openWarehouse(dir, { archive: NO_ARCHIVE, logger: silentLogger() });
-    try {
-      let batch: unknown[] = [];
-      let n = 0;
-      const t0 = performance.now();
-      for (const d of sim.world.truthRunDetails()) {
-        batch.push(d);
-        if (batch.length < BATCH) continue;
-        await loadRunDetails(wh, batch as never);
-        n += batch.length;
-        batch = [];
-        if (n % 50_000 === 0)
-          log(`world ${w.size}: ${n} runs loaded (${Math.round(n / ((performance.now() - t0) / 1000))}/s)`);
-      }
-      if (batch.length) await loadRunDetails(wh, batch as never);
-    } finally {
-      await wh.close();
-    }
     const config = loadConfig({
       RUNSYNC_API_URL: sim.url,
       RUNSYNC_API_KEY: sim.key,

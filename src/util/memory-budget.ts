@@ -40,6 +40,11 @@ export interface MemoryBudget {
    * row groups or parsed payloads of its own beyond memory_limit, so a small budget works with one.
    */
   readonly bulkThreads: number;
+  /**
+   * Statements a rebuild runs side by side, each on a connection and a core of its own, each
+   * holding a table's row group in the making.
+   */
+  readonly rebuildLanes: number;
   /** V8's old generation ceiling, in MiB (--max-old-space-size). */
   readonly heapMb: number;
   /** Run details merged in one transaction by rebuild and bulk loads. */
@@ -72,6 +77,7 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     threads: clamp(Math.min(cores - 1, Math.floor(bytes / (200 * MB))), 1, 64),
     exportThreads: clamp(Math.min(cores, Math.floor(bytes / (96 * MB))), 1, 64),
     bulkThreads: clamp(Math.min(cores, Math.floor(bytes / (400 * MB))), 1, 64),
+    rebuildLanes: clamp(Math.min(cores, Math.floor(bytes / (200 * MB))), 1, 64),
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
     runBatch: clamp(Math.round(400 * scale), 50, 5000),
     bufferedPages: clamp(Math.round(8 * scale), 2, 32),

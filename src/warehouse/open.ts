@@ -160,6 +160,13 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       resources = next;
     },
     setMemoryLimit,
+    async connect() {
+      if (closed) throw new Error(`the warehouse ${file} is closed`);
+      const other = await instance.connect();
+      const runner = sqlRunner(other);
+      await runner.run(`SET TimeZone = 'UTC'`);
+      return { ...runner, close: () => other.closeSync() };
+    },
     serial,
     transaction,
     async close() {

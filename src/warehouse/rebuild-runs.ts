@@ -12,19 +12,20 @@ import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { insertRejected } from './load-rejected.ts';
 import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
-import { transactionWithRoom } from './out-of-memory.ts';
+import { isOutOfMemory, transactionWithRoom } from './out-of-memory.ts';
+import { RunRebuildSql } from './rebuild-runs-sql.ts';
 import { evolveSchema } from './schema.ts';
 import { quoteLiteral } from './sql.ts';
-import { RunMergeSql } from './stage-runs-sql.ts';
-import type { SqlRunner, Warehouse } from './types.ts';
+import type { StagedRows } from './stage-runs-sql.ts';
+import type { Warehouse } from './types.ts';
 
 // The runs of a rebuild. Replaying every archive file in turn through the loads' merge judges each
 // batch against a table that keeps growing, one transaction per file. The outcome is known from the
 // archive's keys alone: per run, the payload with the newest updated_at, then the latest fetch, then
 // the later file and row, as the loads decided. So the winners are chosen first from the key
-// columns (no payload is read), and their payloads staged and inserted a chunk of files at a time
-// into the fresh tables, with nothing stored to judge against. Schema evolution comes first, from
-// what every file noted, so every column exists before any row lands.
+// columns (no payload is read), and their payloads streamed into the fresh tables a range of
+// winners at a time (rebuild-runs-sql.ts), with nothing stored to judge against. Schema evolution
+// comes first, from what every file noted, so every column exists before any row lands.
 
 export interface RunRebuild {
   runFiles: number;
@@ -33,10 +34,16 @@ export interface RunRebuild {
   rejected: number;
 }
 
+/**
+ * Winners a statement reads: enough that its row groups are written to the file as they fill, few
+ * enough that a statement run again with more memory (an outsized payload) repeats little.
+ */
+export const RANGE_RUNS = 50_000;
+
 export async function rebuildRuns(
   wh: Warehouse,
   sourceDir: string,
-  chunkRuns: number,
+  { rangeRuns, lanes }: { rangeRuns: number; lanes: number },
   result: RunRebuild,
 ): Promise<void> {
   const files = await listArchiveFiles(sourceDir, 'runs');
@@ -50,24 +57,82 @@ export async function rebuildRuns(
   });
 
   await chooseWinners(wh, files);
-  // Chunks of winners in commit order, so a transaction stages a bounded number of payloads
-  // however large the archive's files are.
-  const [total] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _rebuild_win`);
-  const n = Number(total?.n ?? 0);
-  const sql = new RunMergeSql(wh.resource('runs'));
-  for (let from = 0; from < n; from += chunkRuns) {
-    // Payloads beyond the usual memory (tool outputs of many megabytes), as loads meet them.
-    const counts = await transactionWithRoom(
-      wh,
-      (tx) => stageChunk(tx, sql, from, from + chunkRuns),
-      { runs: chunkRuns },
-      'a chunk of the rebuild did not fit in memory; staging it again with more',
-    );
-    result.childRows += Number(counts?.child_rows ?? 0);
-    result.runs += Number(counts?.inserted ?? 0);
-  }
+  const ranges = await rangesOfWinners(wh, rangeRuns);
   await wh.run('DROP TABLE _rebuild_win');
+  const resource = wh.resource('runs');
+  const sql = new RunRebuildSql(resource);
+  const work = ranges.flatMap((rows) => [
+    { table: resource.table, statement: sql.runs(rows), child: false },
+    ...resource.children.map((c) => ({ table: c.table, statement: sql.child(c, rows), child: true })),
+  ]);
+  const add = (w: (typeof work)[number], count: bigint | undefined) => {
+    if (w.child) result.childRows += Number(count ?? 0);
+    else result.runs += Number(count ?? 0);
+  };
+  // Lanes, each a connection of its own, take the statements in turn: DuckDB runs a statement on
+  // the thread that asked for it, and two statements writing two tables (or two ranges of one)
+  // keep two cores busy where one statement's threads would wait on each other's writes. Each
+  // statement is a transaction of its own, and DuckDB answers an INSERT with the rows it inserted.
+  const outsized: typeof work = [];
+  let next = 0;
+  let failure: { error: unknown } | null = null;
+  const lane = async () => {
+    const conn = await wh.connect();
+    try {
+      for (let w = work[next++]; w && !failure; w = work[next++]) {
+        try {
+          const [row] = await conn.all<{ Count: bigint }>(w.statement);
+          add(w, row?.Count);
+        } catch (e) {
+          if (isOutOfMemory(e)) outsized.push(w);
+          else failure ??= { error: e };
+        }
+      }
+    } finally {
+      conn.close();
+    }
+  };
+  // Every lane is waited for, a failed one too, so no statement is left running on the file.
+  await Promise.all(Array.from({ length: Math.max(1, lanes) }, lane));
+  if (failure) throw (failure as { error: unknown }).error;
+  // A statement that did not fit (tool outputs of many megabytes, as loads meet them) is done
+  // again alone, with more memory.
+  for (const w of outsized) {
+    const [row] = await transactionWithRoom(
+      wh,
+      (tx) => tx.all<{ Count: bigint }>(w.statement),
+      { table: w.table },
+      'a range of the rebuild did not fit in memory; inserting it again with more',
+    );
+    add(w, row?.Count);
+  }
+  await wh.run(sql.exportDirty());
   await retryRejectedRuns(wh, files, result);
+}
+
+/**
+ * The winners cut into ranges of `size` in commit order, each as the rows it wants of each file:
+ * the seq range of its winners there, and their seqs when others lie between.
+ */
+async function rangesOfWinners(wh: Warehouse, size: number): Promise<StagedRows[][]> {
+  const parts = await wh.all<{ range: bigint; file: string; lo: bigint; hi: bigint; seqs: bigint[] | null }>(
+    `SELECT rn // ${size} AS range, filename AS file, min(seq) AS lo, max(seq) AS hi,
+            CASE WHEN count(*) < max(seq) - min(seq) + 1 THEN list(seq ORDER BY seq) END AS seqs
+     FROM _rebuild_win GROUP BY 1, 2 ORDER BY 1, min(rn)`,
+  );
+  const ranges: StagedRows[][] = [];
+  for (const p of parts) {
+    const at = Number(p.range);
+    const range = ranges[at] ?? [];
+    ranges[at] = range;
+    range.push({
+      file: p.file,
+      from: Number(p.lo),
+      to: Number(p.hi),
+      ...(p.seqs ? { seqs: p.seqs.map(Number) } : {}),
+    });
+  }
+  return ranges;
 }
 
 /**
@@ -118,23 +183,6 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
   await wh.run('DROP TABLE _rebuild_won');
   await wh.run('DROP TABLE _rebuild_top');
   await wh.run('DROP TABLE _rebuild_files');
-}
-
-/** Stages and inserts the winners numbered [from, to), in the caller's transaction. */
-async function stageChunk(tx: SqlRunner, sql: RunMergeSql, from: number, to: number) {
-  await tx.run(
-    `CREATE OR REPLACE TEMP TABLE _rebuild_chunk AS
-     SELECT filename, seq FROM _rebuild_win WHERE rn >= $1 AND rn < $2`,
-    [from, to],
-  );
-  const chunkFiles = (await tx.all<{ f: string }>(`SELECT DISTINCT filename AS f FROM _rebuild_chunk ORDER BY 1`)).map(
-    (r) => r.f,
-  );
-  const [c] = await tx.all<{ child_rows: bigint; inserted: bigint }>(
-    [sql.stage(chunkFiles, undefined, '_rebuild_chunk'), sql.pickChosen(), sql.count()].join(';\n'),
-  );
-  await tx.run([...sql.merge(null), 'DROP TABLE _rebuild_chunk'].join(';\n'));
-  return c;
 }
 
 function fileList(files: readonly string[]): string {

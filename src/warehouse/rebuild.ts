@@ -11,7 +11,7 @@ import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { applyListing } from './load-catalog.ts';
 import { applyToolOptions } from './load-tool-options.ts';
 import { openWarehouse } from './open.ts';
-import { rebuildRuns } from './rebuild-runs.ts';
+import { RANGE_RUNS, rebuildRuns } from './rebuild-runs.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 import { DB_FILE, type Warehouse, type WarehouseOptions } from './types.ts';
 
@@ -33,14 +33,16 @@ export interface RebuildResult {
   durationMs: number;
 }
 
-/** Run details per rebuild transaction, in the budget's load batches. */
-const CHUNK_BATCHES = 1;
+export interface RebuildOptions extends WarehouseOptions {
+  /** Run details a statement reads (tests cut them finer). */
+  rangeRuns?: number;
+}
 
 /** Builds a fresh warehouse in `targetDir` from `sourceDir`/raw; targetDir must hold no warehouse yet. */
 export async function rebuildInto(
   sourceDir: string,
   targetDir: string,
-  options: WarehouseOptions = {},
+  options: RebuildOptions = {},
 ): Promise<RebuildResult> {
   const t0 = performance.now();
   if (existsSync(join(targetDir, DB_FILE)))
@@ -66,7 +68,12 @@ export async function rebuildInto(
     durationMs: 0,
   };
   try {
-    await rebuildRuns(wh, resolve(sourceDir), budget.runBatch * CHUNK_BATCHES, result);
+    await rebuildRuns(
+      wh,
+      resolve(sourceDir),
+      { rangeRuns: options.rangeRuns ?? RANGE_RUNS, lanes: budget.rebuildLanes },
+      result,
+    );
     for (const table of CATALOG_TABLES) await rebuildCatalog(wh, resolve(sourceDir), table, result);
     await rebuildToolOptions(wh, resolve(sourceDir), result);
     await wh.run('CHECKPOINT');
@@ -82,7 +89,7 @@ export async function rebuildInto(
  * Rebuilds <dir>/runsync.duckdb in place: holds the current file while a fresh one is built
  * beside it, carries the sync bookkeeping (watermarks, audit, open runs) over, then swaps.
  */
-export async function rebuildInPlace(dir: string, options: WarehouseOptions = {}): Promise<RebuildResult> {
+export async function rebuildInPlace(dir: string, options: RebuildOptions = {}): Promise<RebuildResult> {
   const root = resolve(dir);
   const current = await openWarehouse(root, options);
   const scratch = join(root, `.rebuild-${process.pid}-${randomBytes(4).toString('hex')}`);

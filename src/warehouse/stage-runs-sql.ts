@@ -46,6 +46,34 @@ const REPLACED = `verdict IN ('newer', 'changed')`;
 const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a
   ON s._file = a.filename AND s._seq = a.seq`;
 
+/** Some rows of one archive file: seq from..to, and of those only `seqs` when given. */
+export interface StagedRows {
+  file: string;
+  from: number;
+  to: number;
+  seqs?: readonly number[];
+}
+
+/**
+ * The payload rows of archive files. Each file that names its rows is read on its own with its
+ * filter, which DuckDB applies in the scan: a join of the files against the rows wanted may be
+ * planned with the payloads on its build side, holding every payload of the files in memory.
+ */
+export function payloadRows(files: readonly (string | StagedRows)[]): string {
+  const whole = files.filter((f): f is string => typeof f === 'string');
+  const parts = files.filter((f): f is StagedRows => typeof f !== 'string');
+  const reads = parts.map(
+    (p) =>
+      `SELECT * FROM read_parquet(${quoteLiteral(p.file)}, filename = true)
+  WHERE kind = 'payload' AND seq BETWEEN ${p.from} AND ${p.to}${p.seqs ? ` AND seq IN (${p.seqs.join(', ')})` : ''}`,
+  );
+  if (whole.length)
+    reads.unshift(
+      `SELECT * FROM read_parquet([${whole.map(quoteLiteral).join(', ')}], filename = true) WHERE kind = 'payload'`,
+    );
+  return reads.length === 1 ? `(${reads[0]})` : `(${reads.join('\n  UNION ALL ')})`;
+}
+
 /** The stored created_date range of the runs a batch replaces (null when it replaces none). */
 export interface ReplacedRange {
   from: string;
@@ -81,7 +109,7 @@ export class RunMergeSql {
    * Reads the payload rows of archive files into _stage_run. `hashes` (the MD5 of each row's
    * payload, by seq, for a single file) spares DuckDB hashing what the writer already hashed.
    */
-  stage(files: readonly string[], hashes?: readonly (string | null)[], only?: string): string {
+  stage(files: readonly string[], hashes?: readonly (string | null)[]): string {
     if (hashes && files.length !== 1) throw new Error('payload hashes are given for one archive file at a time');
     const hash = hashes
       ? `coalesce([${hashes.map((h) => (h === null ? 'NULL' : quoteLiteral(h))).join(', ')}][seq + 1], md5(payload))`
@@ -95,24 +123,8 @@ SELECT _file, _seq, _fetched_at, _hash, (r.created_at AT TIME ZONE 'UTC')::DATE 
 FROM (
   SELECT filename AS _file, seq AS _seq, fetched_at AT TIME ZONE 'UTC' AS _fetched_at, ${hash} AS _hash,
          json_transform(payload, ${quoteLiteral(JSON.stringify(this.structure))}) AS r
-  FROM read_parquet([${files.map(quoteLiteral).join(', ')}], filename = true) AS p${
-    only ? ` SEMI JOIN ${quoteIdent(only)} AS w ON p.filename = w.filename AND p.seq = w.seq` : ''
-  }
-  WHERE kind = 'payload'
+  FROM ${payloadRows(files)}
 )`;
-  }
-
-  /**
-   * _stage_pick for payloads chosen beforehand, one per run, for a table that holds none of them
-   * (a rebuild into a fresh file): every one is new, and nothing stored needs reading to say so.
-   */
-  pickChosen(): string {
-    return `CREATE OR REPLACE TEMP TABLE _stage_pick AS
-SELECT _file AS filename, _seq AS seq, ${this.member('id')} AS id, ${this.member('updated_at')} AS updated_at,
-       _fetched_at AS fetched_at, _hash AS payload_hash, _created_date AS created_date,
-       ${this.member('created_at')} AS created_at, _child_rows AS child_rows,
-       NULL::DATE AS old_created_date, NULL::TIMESTAMPTZ AS old_created_at, 'new' AS verdict
-FROM _stage_run`;
   }
 
   /**

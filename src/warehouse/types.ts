@@ -90,6 +90,11 @@ export interface Warehouse extends SqlRunner {
   readonly budget: MemoryBudget;
   /** Sets DuckDB's memory limit; on the handle's connection, so inside serial() or a transaction. */
   setMemoryLimit(limit: string): Promise<void>;
+  /**
+   * Another connection to the same database, for statements that run beside the handle's own
+   * (each in a transaction of its own); closed by the caller, before the handle.
+   */
+  connect(): Promise<SqlRunner & { close(): void }>;
   /** Runs `fn` after every earlier serial() call of this handle has finished. */
   serial<T>(fn: () => Promise<T>): Promise<T>;
   /** serial(), inside BEGIN … COMMIT; ROLLBACK when `fn` throws. */
