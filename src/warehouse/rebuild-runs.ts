@@ -12,6 +12,7 @@ import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { insertRejected } from './load-rejected.ts';
 import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
+import { CHECKPOINT_THRESHOLD } from './open.ts';
 import { isOutOfMemory, transactionWithRoom } from './out-of-memory.ts';
 import { RunRebuildSql } from './rebuild-runs-sql.ts';
 import { evolveSchema } from './schema.ts';
@@ -61,53 +62,104 @@ export async function rebuildRuns(
   await wh.run('DROP TABLE _rebuild_win');
   const resource = wh.resource('runs');
   const sql = new RunRebuildSql(resource);
-  const work = ranges.flatMap((rows) => [
-    { table: resource.table, statement: sql.runs(rows), child: false },
-    ...resource.children.map((c) => ({ table: c.table, statement: sql.child(c, rows), child: true })),
-  ]);
-  const add = (w: (typeof work)[number], count: bigint | undefined) => {
-    if (w.child) result.childRows += Number(count ?? 0);
-    else result.runs += Number(count ?? 0);
-  };
-  // Lanes, each a connection of its own, take the statements in turn: DuckDB runs a statement on
-  // the thread that asked for it, and two statements writing two tables (or two ranges of one)
-  // keep two cores busy where one statement's threads would wait on each other's writes. Each
-  // statement is a transaction of its own, and DuckDB answers an INSERT with the rows it inserted.
-  const outsized: typeof work = [];
-  let next = 0;
+  const outsized: Statement[] = [];
+  // No checkpoint starts on its own while statements run side by side: one is made between ranges.
+  await wh.run(`SET checkpoint_threshold = '1TB'`);
+  try {
+    for (const rows of ranges) {
+      const statements = [
+        { table: resource.table, sql: sql.runs(rows), child: false },
+        ...resource.children.map((c) => ({ table: c.table, sql: sql.child(c, rows), child: true })),
+      ];
+      outsized.push(...(await inLanes(wh, statements, lanes, result)));
+      await wh.run('CHECKPOINT');
+    }
+  } finally {
+    await wh.run(`SET checkpoint_threshold = ${quoteLiteral(CHECKPOINT_THRESHOLD)}`);
+  }
+  // A statement that did not fit (tool outputs of many megabytes, as loads meet them) is done
+  // again alone, with more memory.
+  for (const st of outsized) {
+    const [row] = await transactionWithRoom(
+      wh,
+      (tx) => tx.all<{ Count: bigint }>(st.sql),
+      { table: st.table },
+      'a range of the rebuild did not fit in memory; inserting it again with more',
+    );
+    count(result, st, row?.Count);
+  }
+  await wh.run(sql.exportDirty());
+  await retryRejectedRuns(wh, files, result);
+}
+
+/** An INSERT of one table's rows of a range. */
+interface Statement {
+  table: string;
+  sql: string;
+  child: boolean;
+}
+
+function count(into: { runs: number; childRows: number }, st: Statement, n: bigint | undefined): void {
+  if (st.child) into.childRows += Number(n ?? 0);
+  else into.runs += Number(n ?? 0);
+}
+
+/**
+ * Runs the statements on `lanes` connections of their own, side by side: DuckDB runs a statement
+ * on the thread that asked for it, and two statements writing two tables keep two cores busy where
+ * one statement's threads would wait on each other's writes. Two lanes never write one table at
+ * once (DuckDB 1.5 can corrupt a table's last row group so). Each statement is a transaction of
+ * its own, and DuckDB answers an INSERT with the rows it inserted. Returns the statements that ran
+ * out of memory, undone; every lane is waited for, a failed one too, so none is left running.
+ */
+async function inLanes(
+  wh: Warehouse,
+  statements: readonly Statement[],
+  lanes: number,
+  into: { runs: number; childRows: number },
+): Promise<Statement[]> {
+  const pending = [...statements];
+  const writing = new Set<string>();
+  const outsized: Statement[] = [];
   let failure: { error: unknown } | null = null;
+  const waiting: (() => void)[] = [];
+  const wake = () => {
+    for (const w of waiting.splice(0)) w();
+  };
+  const take = async (): Promise<Statement | null> => {
+    for (;;) {
+      if (failure || pending.length === 0) return null;
+      const at = pending.findIndex((st) => !writing.has(st.table));
+      if (at >= 0) {
+        const [st] = pending.splice(at, 1) as [Statement];
+        writing.add(st.table);
+        return st;
+      }
+      await new Promise<void>((r) => waiting.push(r));
+    }
+  };
   const lane = async () => {
     const conn = await wh.connect();
     try {
-      for (let w = work[next++]; w && !failure; w = work[next++]) {
+      for (let st = await take(); st; st = await take()) {
         try {
-          const [row] = await conn.all<{ Count: bigint }>(w.statement);
-          add(w, row?.Count);
+          const [row] = await conn.all<{ Count: bigint }>(st.sql);
+          count(into, st, row?.Count);
         } catch (e) {
-          if (isOutOfMemory(e)) outsized.push(w);
+          if (isOutOfMemory(e)) outsized.push(st);
           else failure ??= { error: e };
+        } finally {
+          writing.delete(st.table);
+          wake();
         }
       }
     } finally {
       conn.close();
     }
   };
-  // Every lane is waited for, a failed one too, so no statement is left running on the file.
   await Promise.all(Array.from({ length: Math.max(1, lanes) }, lane));
   if (failure) throw (failure as { error: unknown }).error;
-  // A statement that did not fit (tool outputs of many megabytes, as loads meet them) is done
-  // again alone, with more memory.
-  for (const w of outsized) {
-    const [row] = await transactionWithRoom(
-      wh,
-      (tx) => tx.all<{ Count: bigint }>(w.statement),
-      { table: w.table },
-      'a range of the rebuild did not fit in memory; inserting it again with more',
-    );
-    add(w, row?.Count);
-  }
-  await wh.run(sql.exportDirty());
-  await retryRejectedRuns(wh, files, result);
+  return outsized;
 }
 
 /**
