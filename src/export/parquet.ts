@@ -2,7 +2,8 @@ import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
-import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
+import { inLanes } from '../warehouse/lanes.ts';
+import { OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
@@ -159,13 +160,16 @@ async function writeTree(
   if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
   if (raiseMemory) await wh.setMemoryLimit(exportLimit);
   try {
-    for (const plan of plans) await writePartition(wh, runTables, plan, tree, result);
+    const jobs: FileJob[] = [];
+    for (const plan of plans) jobs.push(...(await partitionFiles(wh, runTables, plan, tree)));
+    for (const t of flat)
+      jobs.push({ table: t, select: `SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}`, path: DATA_FILE });
+    await writeFiles(wh, jobs, tree, result);
     if (full) {
       await removeStalePartitions(tree, runTables, new Set(dates), result);
       // An empty table is still recorded, so the next export knows it was done.
       for (const t of runTables) await tree.ensureTable(t.name);
     }
-    for (const t of flat) await writeFlat(wh, t, tree, result);
     result.generation = await tree.publish();
     await wh.run(`DELETE FROM _sync_export_dirty`);
   } finally {
@@ -184,19 +188,27 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
   return (await db.all<{ d: string }>(`SELECT d FROM (${sql}) ORDER BY d`)).map((r) => r.d);
 }
 
-async function writePartition(
+/** One file of the tree: the rows of `select`, at `path` under the table's folder. */
+interface FileJob {
+  table: ExportTable;
+  select: string;
+  path: string;
+}
+
+/** The files of a created_date partition to write: each span's file of each run table. */
+async function partitionFiles(
   db: Warehouse,
   runTables: readonly ExportTable[],
   plan: PartitionPlan,
   tree: ParquetTree,
-  result: ExportResult,
-): Promise<void> {
+): Promise<FileJob[]> {
   const part = partitionDirName(plan.date);
   const existing: string[] = [];
   for (const t of runTables) existing.push(...(await tree.files(t.name, part)));
   const starts = plan.starts ?? (await everySpan(db, plan, existing));
   const day = `created_date = ${quoteLiteral(plan.date)}::DATE`;
   const whole = plan.span >= DAY_MINUTES;
+  const jobs: FileJob[] = [];
   for (const start of starts) {
     const runs = whole ? day : `${day} AND ${inSpanSql(plan.date, plan.span, start)}`;
     for (const t of runTables) {
@@ -205,29 +217,50 @@ async function writePartition(
       const where =
         whole || t.name === 'runs' ? runs : `${day} AND ${quoteIdent(t.runKey)} IN (SELECT id FROM runs WHERE ${runs})`;
       const select = `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${where} ORDER BY ${t.orderBy}`;
-      await writeFile(db, t, select, `${part}/${spanFile(plan.span, start)}`, tree, result);
+      jobs.push({ table: t, select, path: `${part}/${spanFile(plan.span, start)}` });
     }
   }
+  return jobs;
 }
 
-/** COPYs `select` to the file at `path` of the table; a file with no rows is removed instead. */
-async function writeFile(
-  db: Warehouse,
-  t: ExportTable,
-  select: string,
-  path: string,
-  tree: ParquetTree,
-  result: ExportResult,
-): Promise<void> {
-  const fresh = join(tree.scratch, `${t.name}-${path.replaceAll('/', '-')}`);
-  const rows = await copyFile(db, select, fresh);
-  if (rows > 0 || !t.partitioned) {
-    result.written.push(await tree.place(t.name, path, fresh, rows));
-    return;
+type Copy = (db: SqlRunner, select: string, file: string) => Promise<number>;
+
+/**
+ * Writes the files, several at once on connections of their own (lanes.ts), each placed in the
+ * tree as it is done; a file with no rows is removed instead. Results list the files in the order
+ * given, however the lanes finish them.
+ */
+async function writeFiles(wh: Warehouse, jobs: readonly FileJob[], tree: ParquetTree, result: ExportResult) {
+  const done = new Map<FileJob, { written?: string; removed?: string }>();
+  const write = async (db: SqlRunner, job: FileJob, copy: Copy) => {
+    const fresh = join(tree.scratch, `${job.table.name}-${job.path.replaceAll('/', '-')}`);
+    const rows = await copy(db, job.select, fresh);
+    if (rows > 0 || !job.table.partitioned) {
+      done.set(job, { written: await tree.place(job.table.name, job.path, fresh, rows) });
+      return;
+    }
+    await rm(fresh, { force: true });
+    const gone = await tree.remove(job.table.name, job.path);
+    done.set(job, gone === null ? {} : { removed: gone });
+  };
+  const limit = wh.memoryLimit;
+  const inLane: Copy = async (db, select, file) => {
+    try {
+      return await copyTo(db, select, file);
+    } finally {
+      // DuckDB's allocator keeps what a COPY freed for reuse, and the next file's sort and row
+      // groups then land beside it; setting the limit (from any connection) hands it back (open.ts).
+      await db.run(`SET memory_limit = ${quoteLiteral(limit)}`).catch(() => undefined);
+    }
+  };
+  const undone = await inLanes(wh, jobs, { lanes: wh.budget.bulkLanes }, (db, job) => write(db, job, inLane));
+  // A file whose rows did not fit the export's memory is written again, alone, with room for them.
+  for (const job of undone) await write(wh, job, (_, select, file) => copyWithRoom(wh, select, file));
+  for (const job of jobs) {
+    const d = done.get(job);
+    if (d?.written !== undefined) result.written.push(d.written);
+    if (d?.removed !== undefined) result.removed.push(d.removed);
   }
-  await rm(fresh, { force: true });
-  const gone = await tree.remove(t.name, path);
-  if (gone !== null) result.removed.push(gone);
 }
 
 /**
@@ -238,39 +271,25 @@ async function writeFile(
 export const ROW_GROUP_ROWS = 32_768;
 
 /** COPYs `select` to `file`; the rows written. */
-async function copyFile(db: Warehouse, select: string, file: string): Promise<number> {
-  try {
-    return await copyAtMost(db, select, file);
-  } finally {
-    // DuckDB's allocator keeps what a COPY freed for reuse, and the next file's sort and row groups
-    // then land beside it; setting the limit hands it back (see open.ts).
-    await db.setMemoryLimit(db.memoryLimit).catch(() => undefined);
-  }
+async function copyTo(db: SqlRunner, select: string, file: string): Promise<number> {
+  const [copied] = await db.all<{ Count: bigint }>(
+    `COPY (${select}) TO ${quoteLiteral(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`,
+  );
+  return Number(copied?.Count ?? 0);
 }
 
-/** A file whose rows do not fit the export's memory is written again, once, with room for them. */
-async function copyAtMost(db: Warehouse, select: string, file: string): Promise<number> {
-  const copy = async () => {
-    const [copied] = await db.all<{ Count: bigint }>(
-      `COPY (${select}) TO ${quoteLiteral(file)} (FORMAT parquet, COMPRESSION zstd, ROW_GROUP_SIZE ${ROW_GROUP_ROWS})`,
-    );
-    return Number(copied?.Count ?? 0);
-  };
+/** copyTo on the handle's own connection with OUTSIZED_MEMORY_LIMIT, said in the log. */
+async function copyWithRoom(wh: Warehouse, select: string, file: string): Promise<number> {
+  const limit = wh.memoryLimit;
+  wh.logger.warn(
+    { file, memoryLimit: OUTSIZED_MEMORY_LIMIT },
+    'a Parquet file did not fit in memory; writing it again with more',
+  );
+  await wh.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
   try {
-    return await copy();
-  } catch (e) {
-    if (!isOutOfMemory(e)) throw e;
-    const limit = db.memoryLimit;
-    db.logger.warn(
-      { file, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT },
-      'a Parquet file did not fit in memory; writing it again with more',
-    );
-    await db.setMemoryLimit(OUTSIZED_MEMORY_LIMIT);
-    try {
-      return await copy();
-    } finally {
-      await db.setMemoryLimit(limit);
-    }
+    return await copyTo(wh, select, file);
+  } finally {
+    await wh.setMemoryLimit(limit);
   }
 }
 
@@ -287,9 +306,4 @@ async function removeStalePartitions(
       result.removed.push(await tree.removePartition(t.name, part));
     }
   }
-}
-
-async function writeFlat(db: Warehouse, t: ExportTable, tree: ParquetTree, result: ExportResult): Promise<void> {
-  const select = `SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}`;
-  await writeFile(db, t, select, DATA_FILE, tree, result);
 }

@@ -41,10 +41,10 @@ export interface MemoryBudget {
    */
   readonly bulkThreads: number;
   /**
-   * Statements a rebuild runs side by side, each on a connection and a core of its own, each
-   * holding a table's row group in the making.
+   * Statements a rebuild or an export runs side by side, each on a connection and a core of its
+   * own, each holding a row group in the making (a table's, or a Parquet file's).
    */
-  readonly rebuildLanes: number;
+  readonly bulkLanes: number;
   /** V8's old generation ceiling, in MiB (--max-old-space-size). */
   readonly heapMb: number;
   /** Run details merged in one transaction by rebuild and bulk loads. */
@@ -77,7 +77,7 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     threads: clamp(Math.min(cores - 1, Math.floor(bytes / (200 * MB))), 1, 64),
     exportThreads: clamp(Math.min(cores, Math.floor(bytes / (96 * MB))), 1, 64),
     bulkThreads: clamp(Math.min(cores, Math.floor(bytes / (400 * MB))), 1, 64),
-    rebuildLanes: clamp(Math.min(cores, Math.floor(bytes / (200 * MB))), 1, 64),
+    bulkLanes: clamp(Math.min(cores, Math.floor(bytes / (200 * MB))), 1, 64),
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
     runBatch: clamp(Math.round(400 * scale), 50, 5000),
     bufferedPages: clamp(Math.round(8 * scale), 2, 32),

@@ -10,10 +10,11 @@ import {
 } from '../resources/schema-observe.ts';
 import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
+import { inLanes } from './lanes.ts';
 import { insertRejected } from './load-rejected.ts';
 import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
 import { CHECKPOINT_THRESHOLD } from './open.ts';
-import { isOutOfMemory, transactionWithRoom } from './out-of-memory.ts';
+import { transactionWithRoom } from './out-of-memory.ts';
 import { RunRebuildSql } from './rebuild-runs-sql.ts';
 import { evolveSchema } from './schema.ts';
 import { quoteLiteral } from './sql.ts';
@@ -71,7 +72,12 @@ export async function rebuildRuns(
         { table: resource.table, sql: sql.runs(rows), child: false },
         ...resource.children.map((c) => ({ table: c.table, sql: sql.child(c, rows), child: true })),
       ];
-      outsized.push(...(await inLanes(wh, statements, lanes, result)));
+      const undone = await inLanes(wh, statements, { lanes, key: (st) => st.table }, async (db, st) => {
+        // DuckDB answers an INSERT with the rows it inserted.
+        const [row] = await db.all<{ Count: bigint }>(st.sql);
+        count(result, st, row?.Count);
+      });
+      outsized.push(...undone);
       await wh.run('CHECKPOINT');
     }
   } finally {
@@ -102,64 +108,6 @@ interface Statement {
 function count(into: { runs: number; childRows: number }, st: Statement, n: bigint | undefined): void {
   if (st.child) into.childRows += Number(n ?? 0);
   else into.runs += Number(n ?? 0);
-}
-
-/**
- * Runs the statements on `lanes` connections of their own, side by side: DuckDB runs a statement
- * on the thread that asked for it, and two statements writing two tables keep two cores busy where
- * one statement's threads would wait on each other's writes. Two lanes never write one table at
- * once (DuckDB 1.5 can corrupt a table's last row group so). Each statement is a transaction of
- * its own, and DuckDB answers an INSERT with the rows it inserted. Returns the statements that ran
- * out of memory, undone; every lane is waited for, a failed one too, so none is left running.
- */
-async function inLanes(
-  wh: Warehouse,
-  statements: readonly Statement[],
-  lanes: number,
-  into: { runs: number; childRows: number },
-): Promise<Statement[]> {
-  const pending = [...statements];
-  const writing = new Set<string>();
-  const outsized: Statement[] = [];
-  let failure: { error: unknown } | null = null;
-  const waiting: (() => void)[] = [];
-  const wake = () => {
-    for (const w of waiting.splice(0)) w();
-  };
-  const take = async (): Promise<Statement | null> => {
-    for (;;) {
-      if (failure || pending.length === 0) return null;
-      const at = pending.findIndex((st) => !writing.has(st.table));
-      if (at >= 0) {
-        const [st] = pending.splice(at, 1) as [Statement];
-        writing.add(st.table);
-        return st;
-      }
-      await new Promise<void>((r) => waiting.push(r));
-    }
-  };
-  const lane = async () => {
-    const conn = await wh.connect();
-    try {
-      for (let st = await take(); st; st = await take()) {
-        try {
-          const [row] = await conn.all<{ Count: bigint }>(st.sql);
-          count(into, st, row?.Count);
-        } catch (e) {
-          if (isOutOfMemory(e)) outsized.push(st);
-          else failure ??= { error: e };
-        } finally {
-          writing.delete(st.table);
-          wake();
-        }
-      }
-    } finally {
-      conn.close();
-    }
-  };
-  await Promise.all(Array.from({ length: Math.max(1, lanes) }, lane));
-  if (failure) throw (failure as { error: unknown }).error;
-  return outsized;
 }
 
 /**

@@ -71,7 +71,7 @@ export async function rebuildInto(
     await rebuildRuns(
       wh,
       resolve(sourceDir),
-      { rangeRuns: options.rangeRuns ?? RANGE_RUNS, lanes: budget.rebuildLanes },
+      { rangeRuns: options.rangeRuns ?? RANGE_RUNS, lanes: budget.bulkLanes },
       result,
     );
     for (const table of CATALOG_TABLES) await rebuildCatalog(wh, resolve(sourceDir), table, result);
