@@ -5,6 +5,7 @@ import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { inLanes } from '../warehouse/lanes.ts';
 import { OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
+import { refreshSummaries } from '../warehouse/summaries.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
 import { openFolderTree } from './folder-tree.ts';
@@ -48,6 +49,8 @@ export interface ExportResult {
   dates: string[];
   /** Unpartitioned tables rewritten. */
   tables: string[];
+  /** created_date days whose sums for the report were made again (src/report/summaries.ts). */
+  summarized: string[];
   analyticsFile: string;
   durationMs: number;
   /** Where the tree is: its folder, or s3://bucket/prefix. */
@@ -145,6 +148,7 @@ async function writeTree(
     removed: [],
     dates,
     tables: flat.map((t) => t.name),
+    summarized: [],
     analyticsFile: '',
     durationMs: 0,
     location: tree.url,
@@ -171,7 +175,16 @@ async function writeTree(
       for (const t of runTables) await tree.ensureTable(t.name);
     }
     result.generation = await tree.publish();
-    await wh.run(`DELETE FROM _sync_export_dirty`);
+    // The report's sums of the days written (and of a few never summed), with the marks' end.
+    await wh.run('BEGIN TRANSACTION');
+    try {
+      result.summarized = await refreshSummaries(wh, dates);
+      await wh.run(`DELETE FROM _sync_export_dirty`);
+      await wh.run('COMMIT');
+    } catch (e) {
+      await wh.run('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
   } finally {
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
     if (raiseMemory) await wh.setMemoryLimit(memoryLimit);

@@ -3,8 +3,10 @@ import { type RollingState, verifiedSince } from '../sync/rolling-plan.ts';
 import { ROLLING_KEY } from '../sync/state-keys.ts';
 import { lastHourLag } from '../sync/status.ts';
 import type { Micros } from '../util/timestamp.ts';
+import { hasSummaries } from '../warehouse/summaries.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
+import { readFromSummaries } from './from-summaries.ts';
 
 // What the HTML report shows, read from the ready-made views (so it reads the same from
 // runsync.duckdb and from analytics.duckdb), plus the recent sync passes when the source is the
@@ -111,17 +113,27 @@ const resolutionCounts = (r: Record<string, unknown>): ResolutionCounts => ({
 });
 
 export async function readReportData(db: SqlRunner, source: ReportData['source'], now: Micros): Promise<ReportData> {
-  const dayRows = await db.all(
-    `SELECT CAST(day AS VARCHAR) AS day, * EXCLUDE (day)
+  // The warehouse keeps sums per day that make the heaviest figures cheap whatever its size;
+  // analytics.duckdb has only the views.
+  const summed =
+    source.kind === 'warehouse' && (await hasSummaries(db))
+      ? await readFromSummaries(db, REPORT_DAYS, TOP_AGENTS)
+      : null;
+  const dayRows =
+    summed?.days ??
+    (await db.all(
+      `SELECT CAST(day AS VARCHAR) AS day, * EXCLUDE (day)
        FROM v_runs_daily_resolution ORDER BY day DESC LIMIT ${REPORT_DAYS}`,
-  );
+    ));
   const days = fillDays(
     dayRows.reverse().map((r) => ({ day: String(r.day), ...resolutionCounts(r), other: num(r.other_resolution) })),
   );
   // v_tool_stats reads every tool call: read once, for both the top tools and the totals (a row
   // per tool, as many as the catalog and the calls name).
-  const toolStats = await db.all(`SELECT tool_name, display_name, calls, errors, error_rate, median_duration_seconds,
-      in_catalog FROM v_tool_stats ORDER BY calls DESC, tool_name`);
+  const toolStats =
+    summed?.tools ??
+    (await db.all(`SELECT tool_name, display_name, calls, errors, error_rate, median_duration_seconds,
+      in_catalog FROM v_tool_stats ORDER BY calls DESC, tool_name`));
   const called = toolStats.filter((r) => num(r.calls) > 0);
   const tools = called.slice(0, TOP_TOOLS).map((r) => ({
     name: String(r.tool_name ?? '(no name)'),
@@ -138,7 +150,8 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     tools: called.length,
   };
   const agents = (
-    await db.all(`SELECT * FROM v_resolution_by_agent ORDER BY runs DESC, agent_name LIMIT ${TOP_AGENTS}`)
+    summed?.agents ??
+    (await db.all(`SELECT * FROM v_resolution_by_agent ORDER BY runs DESC, agent_name LIMIT ${TOP_AGENTS}`))
   ).map((r) => ({
     name: String(r.agent_name ?? r.agent_id ?? '(no agent)'),
     ...resolutionCounts(r),
@@ -154,10 +167,13 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     newestChange: opt(r.newest),
     lastFetched: opt(r.fetched),
   }));
+  const waitingFrom = summed
+    ? `(SELECT run_id, agent_name, pending_tool_name, ticket_title, since FROM ${summed.waiting})`
+    : `(SELECT run_id, agent_name, pending_tool_name, ticket_title, coalesce(pending_step_at, updated_at) AS since
+        FROM v_runs_awaiting_approval)`;
   const waiting = (
-    await db.all(`SELECT run_id, agent_name, pending_tool_name, ticket_title,
-        epoch_us(coalesce(pending_step_at, updated_at)) AS since
-      FROM v_runs_awaiting_approval ORDER BY since NULLS LAST, run_id LIMIT 20`)
+    await db.all(`SELECT run_id, agent_name, pending_tool_name, ticket_title, epoch_us(since) AS since
+      FROM ${waitingFrom} ORDER BY since NULLS LAST, run_id LIMIT 20`)
   ).map((r) => ({
     runId: String(r.run_id),
     agent: str(r.agent_name),
@@ -165,9 +181,10 @@ export async function readReportData(db: SqlRunner, source: ReportData['source']
     ticket: str(r.ticket_title),
     since: opt(r.since),
   }));
-  const [w] = await db.all(`SELECT count(*) AS n FROM v_runs_awaiting_approval`);
+  const [w] = await db.all(`SELECT count(*) AS n FROM ${waitingFrom}`);
   const evaluations = (
-    await db.all(`SELECT * FROM v_evaluation_attributes ORDER BY evaluations DESC, attribute_name`)
+    summed?.evaluations ??
+    (await db.all(`SELECT * FROM v_evaluation_attributes ORDER BY evaluations DESC, attribute_name`))
   ).map((r) => ({
     name: String(r.attribute_name ?? r.attribute_id ?? '(unnamed)'),
     evaluations: num(r.evaluations),

@@ -194,7 +194,8 @@ ${section(
   'tools',
   'Tool error rates',
   `The ${d.tools.length} most called tools, highest error rate first: calls whose tool reported an error` +
-    ' (v_tool_stats). Brown: no longer in the tool catalog.',
+    ' (v_tool_stats; from the warehouse, the median is read from durations summed in buckets, within half a' +
+    ' percent). Brown: no longer in the tool catalog.',
   toolChart,
   table(d.tools, [
     ['tool', (t) => t.label ?? t.name],

@@ -1,5 +1,5 @@
-import { quoteLiteral } from '../warehouse/sql.ts';
-import type { SqlRunner } from '../warehouse/types.ts';
+import { quoteLiteral } from './sql.ts';
+import type { SqlRunner } from './types.ts';
 
 // The report's sums per created_date (schemas/duckdb/0011_report_summaries.sql), so a report reads
 // a few thousand rows however many runs are stored. The export sums again the days it writes, and
@@ -45,6 +45,14 @@ FROM run_evaluations WHERE ${where} GROUP BY created_date, attribute_id, value`,
   max(recorded_at) FILTER (WHERE name IS NOT NULL) AS named_at,
   arg_max(name, recorded_at) FILTER (WHERE name IS NOT NULL) AS attribute_name
 FROM run_evaluations WHERE ${where} GROUP BY created_date, attribute_id`,
+  },
+  waiting: {
+    table: '_report_waiting_day',
+    sum: (where: string) => `SELECT r.created_date, r.id AS run_id, r.agent_name,
+  r.approval_pending_tool_name AS pending_tool_name, r.ticket_title, coalesce(s."timestamp", r.updated_at) AS since
+FROM (SELECT * FROM runs WHERE ${where} AND approval_waiting_for_approval) r
+LEFT JOIN (SELECT run_id, id, "timestamp" FROM run_steps WHERE ${where}) s
+  ON s.run_id = r.id AND s.id = r.approval_pending_step_id`,
   },
 } satisfies Record<string, Summary>;
 
