@@ -47,8 +47,6 @@ export interface MemoryBudget {
   readonly bulkLanes: number;
   /** V8's old generation ceiling, in MiB (--max-old-space-size). */
   readonly heapMb: number;
-  /** Run details merged in one transaction by rebuild and bulk loads. */
-  readonly runBatch: number;
   /** List pages a pass reads ahead of the commits. */
   readonly bufferedPages: number;
 }
@@ -79,7 +77,6 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     bulkThreads: clamp(Math.min(cores, Math.floor(bytes / (400 * MB))), 1, 64),
     bulkLanes: clamp(Math.min(cores, Math.floor(bytes / (200 * MB))), 1, 64),
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
-    runBatch: clamp(Math.round(400 * scale), 50, 5000),
     bufferedPages: clamp(Math.round(8 * scale), 2, 32),
   };
 }

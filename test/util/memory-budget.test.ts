@@ -39,12 +39,13 @@ describe('memory budget', () => {
     expect(b.threads).toBe(1);
     expect(b.exportThreads).toBe(2);
     expect(b.bulkThreads).toBe(1);
-    expect(b.runBatch).toBe(400);
+    expect(b.bulkLanes).toBe(2);
     const big = memoryBudget(2000 * MB, 8);
     expect(sizeBytes(big.duckdbMemoryLimit)).toBe(5 * sizeBytes(b.duckdbMemoryLimit));
     expect(big.heapMb).toBeGreaterThan(4 * b.heapMb);
     expect(big.threads).toBe(7);
-    expect(big.runBatch).toBe(2000);
+    expect(big.bulkLanes).toBe(8);
+    expect(memoryBudget(192 * MB, 2).bulkLanes).toBe(1);
     // The parts DuckDB and V8 are given leave room for what the process holds at start.
     const given = sizeBytes(b.exportMemoryLimit) + b.heapMb * 2 ** 20;
     expect(given).toBeLessThan(b.bytes);
