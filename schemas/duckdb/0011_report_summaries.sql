@@ -1,7 +1,9 @@
 -- What the HTML report shows, summed per created_date: the report reads these few rows rather than
--- every run, tool call and evaluation (src/report/summaries.ts). The export keeps them: it sums
+-- every run, tool call and evaluation (src/warehouse/summaries.ts). The export keeps them: it sums
 -- again the days it writes, from the tables. A day still to be exported, or never summed, is summed
--- from the tables when the report is made. Nothing else reads them.
+-- from the tables when the report is made. Nothing else reads them. _report_days marks a day summed
+-- in every one of these tables: a migration that adds one must empty it, so every day is summed
+-- again.
 
 -- Runs per day, agent and resolution type, with the latest name the agent's runs carried.
 CREATE TABLE _report_runs_day (

@@ -1,11 +1,11 @@
 import { rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { inLanes } from '../warehouse/lanes.ts';
 import { OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
-import { refreshSummaries } from '../warehouse/summaries.ts';
+import { forgetSummaries, refreshSummaries } from '../warehouse/summaries.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
 import { openFolderTree } from './folder-tree.ts';
@@ -49,7 +49,7 @@ export interface ExportResult {
   dates: string[];
   /** Unpartitioned tables rewritten. */
   tables: string[];
-  /** created_date days whose sums for the report were made again (src/report/summaries.ts). */
+  /** created_date days whose sums for the report were made again (src/warehouse/summaries.ts). */
   summarized: string[];
   analyticsFile: string;
   durationMs: number;
@@ -175,16 +175,7 @@ async function writeTree(
       for (const t of runTables) await tree.ensureTable(t.name);
     }
     result.generation = await tree.publish();
-    // The report's sums of the days written (and of a few never summed), with the marks' end.
-    await wh.run('BEGIN TRANSACTION');
-    try {
-      result.summarized = await refreshSummaries(wh, dates);
-      await wh.run(`DELETE FROM _sync_export_dirty`);
-      await wh.run('COMMIT');
-    } catch (e) {
-      await wh.run('ROLLBACK').catch(() => undefined);
-      throw e;
-    }
+    result.summarized = await endMarks(wh, dates);
   } finally {
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
     if (raiseMemory) await wh.setMemoryLimit(memoryLimit);
@@ -199,6 +190,39 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
     : `SELECT DISTINCT CAST(created_date AS VARCHAR) AS d FROM _sync_export_dirty
        WHERE table_name = 'runs' AND created_date IS NOT NULL`;
   return (await db.all<{ d: string }>(`SELECT d FROM (${sql}) ORDER BY d`)).map((r) => r.d);
+}
+
+/**
+ * Clears the export's marks, summing again for the report the days written (and a few never
+ * summed) in the same transaction. Sums that fail (out of memory at the commit, say) must not hold
+ * the export back: the days are then left unsummed, which the report sums from the tables.
+ */
+async function endMarks(wh: Warehouse, dates: readonly string[]): Promise<string[]> {
+  const inTransaction = async <T>(work: () => Promise<T>): Promise<T> => {
+    await wh.run('BEGIN TRANSACTION');
+    try {
+      const out = await work();
+      await wh.run('COMMIT');
+      return out;
+    } catch (e) {
+      await wh.run('ROLLBACK').catch(() => undefined);
+      throw e;
+    }
+  };
+  try {
+    return await inTransaction(async () => {
+      const summed = await refreshSummaries(wh, dates);
+      await wh.run('DELETE FROM _sync_export_dirty');
+      return summed;
+    });
+  } catch (e) {
+    wh.logger.warn({ error: (e as Error).message, days: dates.length }, "the report's sums of the days written failed");
+    await inTransaction(async () => {
+      await forgetSummaries(wh, dates);
+      await wh.run('DELETE FROM _sync_export_dirty');
+    });
+    return [];
+  }
 }
 
 /** One file of the tree: the rows of `select`, at `path` under the table's folder. */
@@ -266,7 +290,11 @@ async function writeFiles(wh: Warehouse, jobs: readonly FileJob[], tree: Parquet
       await db.run(`SET memory_limit = ${quoteLiteral(limit)}`).catch(() => undefined);
     }
   };
-  const undone = await inLanes(wh, jobs, { lanes: wh.budget.bulkLanes }, (db, job) => write(db, job, inLane));
+  // Never two files of one folder at once: a file's removal takes its emptied folder away.
+  const folder = (job: FileJob) => `${job.table.name}/${dirname(job.path)}`;
+  const undone = await inLanes(wh, jobs, { lanes: wh.budget.bulkLanes, key: folder }, (db, job) =>
+    write(db, job, inLane),
+  );
   // A file whose rows did not fit the export's memory is written again, alone, with room for them.
   for (const job of undone) await write(wh, job, (_, select, file) => copyWithRoom(wh, select, file));
   for (const job of jobs) {

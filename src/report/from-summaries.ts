@@ -4,7 +4,7 @@ import type { SqlRunner } from '../warehouse/types.ts';
 // The report's heavy figures from the warehouse's sums per day (warehouse/summaries.ts) rather than
 // from every run, tool call and evaluation: the same rows the views give (v_runs_daily_resolution,
 // v_resolution_by_agent, v_tool_stats, v_evaluation_attributes, v_runs_awaiting_approval), grouped,
-// named and ordered as they do, over sums instead of rows. A median is read from the durations'
+// named as they do and ordered as the report reads them, over sums instead of rows. A median is read from the durations'
 // buckets as median() reads the values (the middle one, or the mean of the middle two), each taken
 // at its bucket's middle: within half a percent. analytics.duckdb has no sums; the report reads the
 // views there.

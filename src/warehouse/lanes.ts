@@ -42,7 +42,14 @@ export async function inLanes<J>(
     }
   };
   const lane = async () => {
-    const conn = await wh.connect();
+    let conn: Awaited<ReturnType<Warehouse['connect']>>;
+    try {
+      conn = await wh.connect();
+    } catch (e) {
+      failure ??= { error: e };
+      for (const wake of waiting.splice(0)) wake();
+      return;
+    }
     try {
       for (let job = await take(); job !== null; job = await take()) {
         try {
@@ -59,7 +66,8 @@ export async function inLanes<J>(
       conn.close();
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(lanes, jobs.length)) }, lane));
+  // Every lane is waited for, one that failed to start too, so no statement is left running.
+  await Promise.allSettled(Array.from({ length: Math.max(1, Math.min(lanes, jobs.length)) }, lane));
   if (failure) throw (failure as { error: unknown }).error;
   return outsized;
 }

@@ -164,7 +164,12 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       if (closed) throw new Error(`the warehouse ${file} is closed`);
       const other = await instance.connect();
       const runner = sqlRunner(other);
-      await runner.run(`SET TimeZone = 'UTC'`);
+      try {
+        await runner.run(`SET TimeZone = 'UTC'`);
+      } catch (e) {
+        other.closeSync();
+        throw e;
+      }
       return { ...runner, close: () => other.closeSync() };
     },
     serial,

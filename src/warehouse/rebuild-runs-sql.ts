@@ -20,7 +20,7 @@ export class RunRebuildSql {
   }
 
   /** Inserts the runs of the archive rows, with each payload's hash and when it was fetched. */
-  runs(rows: readonly StagedRows[]): string {
+  runs(rows: readonly (string | StagedRows)[]): string {
     const childMembers = new Set(this.resource.children.map((c) => c.member));
     const members = Object.keys(runStructure(this.resource)).filter((m) => !childMembers.has(m));
     const cols = [...this.resource.columns.map((c) => c.name), 'created_date', 'fetched_at', 'payload_hash'];
@@ -37,7 +37,7 @@ SELECT ${exprs.join(', ')} FROM (
   }
 
   /** Inserts the rows of one child table from the archive rows' payloads. */
-  child(child: ChildSpec, rows: readonly StagedRows[]): string {
+  child(child: ChildSpec, rows: readonly (string | StagedRows)[]): string {
     const position = child.positionColumn;
     const cols = [
       child.parentKey,

@@ -61,10 +61,12 @@ export async function rebuildRuns(
   await chooseWinners(wh, files);
   const ranges = await rangesOfWinners(wh, rangeRuns);
   await wh.run('DROP TABLE _rebuild_win');
+  await wh.run('DROP TABLE _rebuild_payloads');
   const resource = wh.resource('runs');
   const sql = new RunRebuildSql(resource);
   const outsized: Statement[] = [];
   // No checkpoint starts on its own while statements run side by side: one is made between ranges.
+  const [threshold] = await wh.all<{ t: string }>(`SELECT current_setting('checkpoint_threshold') AS t`);
   await wh.run(`SET checkpoint_threshold = '1TB'`);
   try {
     for (const rows of ranges) {
@@ -81,7 +83,7 @@ export async function rebuildRuns(
       await wh.run('CHECKPOINT');
     }
   } finally {
-    await wh.run(`SET checkpoint_threshold = ${quoteLiteral(CHECKPOINT_THRESHOLD)}`);
+    await wh.run(`SET checkpoint_threshold = ${quoteLiteral(threshold?.t ?? CHECKPOINT_THRESHOLD)}`);
   }
   // A statement that did not fit (tool outputs of many megabytes, as loads meet them) is done
   // again alone, with more memory.
@@ -110,29 +112,53 @@ function count(into: { runs: number; childRows: number }, st: Statement, n: bigi
   else into.runs += Number(n ?? 0);
 }
 
+/** Files of a statement read each on its own, with its own filter: more make the plan itself slow. */
+const PARTIAL_FILES = 100;
+
 /**
- * The winners cut into ranges of `size` in commit order, each as the rows it wants of each file:
- * the seq range of its winners there, and their seqs when others lie between.
+ * The winners cut into ranges of `size` in commit order, each as the archive rows its statements
+ * read: files whose every payload wins in the range, read together, and for each other file the
+ * seq range of its winners there (and their seqs when others lie between), at most PARTIAL_FILES
+ * of them a statement.
  */
-async function rangesOfWinners(wh: Warehouse, size: number): Promise<StagedRows[][]> {
-  const parts = await wh.all<{ range: bigint; file: string; lo: bigint; hi: bigint; seqs: bigint[] | null }>(
-    `SELECT rn // ${size} AS range, filename AS file, min(seq) AS lo, max(seq) AS hi,
-            CASE WHEN count(*) < max(seq) - min(seq) + 1 THEN list(seq ORDER BY seq) END AS seqs
-     FROM _rebuild_win GROUP BY 1, 2 ORDER BY 1, min(rn)`,
+async function rangesOfWinners(wh: Warehouse, size: number): Promise<(string | StagedRows)[][]> {
+  const parts = await wh.all<{
+    range: bigint;
+    file: string;
+    lo: bigint;
+    hi: bigint;
+    n: bigint;
+    payloads: bigint;
+    seqs: bigint[] | null;
+  }>(
+    `SELECT w.rn // ${size} AS range, w.filename AS file, min(w.seq) AS lo, max(w.seq) AS hi, count(*) AS n,
+            any_value(p.n) AS payloads,
+            CASE WHEN count(*) < max(w.seq) - min(w.seq) + 1 THEN list(w.seq ORDER BY w.seq) END AS seqs
+     FROM _rebuild_win w JOIN _rebuild_payloads p USING (filename) GROUP BY 1, 2 ORDER BY 1, min(w.rn)`,
   );
-  const ranges: StagedRows[][] = [];
+  const statements: (string | StagedRows)[][] = [];
+  let range = -1;
+  let partial = 0;
   for (const p of parts) {
-    const at = Number(p.range);
-    const range = ranges[at] ?? [];
-    ranges[at] = range;
-    range.push({
+    if (Number(p.range) !== range || (p.n !== p.payloads && partial === PARTIAL_FILES)) {
+      statements.push([]);
+      range = Number(p.range);
+      partial = 0;
+    }
+    const statement = statements[statements.length - 1] as (string | StagedRows)[];
+    if (p.n === p.payloads) {
+      statement.push(p.file);
+      continue;
+    }
+    partial++;
+    statement.push({
       file: p.file,
       from: Number(p.lo),
       to: Number(p.hi),
       ...(p.seqs ? { seqs: p.seqs.map(Number) } : {}),
     });
   }
-  return ranges;
+  return statements;
 }
 
 /**
@@ -152,6 +178,11 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
        WHERE a.kind = 'payload' AND a.id IS NOT NULL
        QUALIFY rank() OVER (PARTITION BY a.id ORDER BY TRY_CAST(a.updated_at AS TIMESTAMPTZ) DESC NULLS LAST) = 1
      ) QUALIFY row_number() OVER (PARTITION BY id, ord ORDER BY fetched_at DESC, seq DESC) = 1`,
+  );
+  await wh.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_payloads AS
+     SELECT filename, count(*) AS n FROM read_parquet(${fileList(files)}, filename = true)
+     WHERE kind = 'payload' GROUP BY filename`,
   );
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_won AS

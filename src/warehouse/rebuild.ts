@@ -15,9 +15,10 @@ import { RANGE_RUNS, rebuildRuns } from './rebuild-runs.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 import { DB_FILE, type Warehouse, type WarehouseOptions } from './types.ts';
 
-// Re-derives every table from the raw archive, with no API call: every archive file is replayed,
-// in the order the loads committed, through the same merge as when it was loaded (run batches,
-// catalog listings, tool-option lists), so the tables come out the same. Payloads once
+// Re-derives every table from the raw archive, with no API call, so the tables come out as the loads
+// left them: the runs from the payloads the loads' merges kept, chosen from the archive's keys and
+// streamed into the fresh tables (rebuild-runs.ts); catalog listings and tool-option lists replayed
+// in the order the loads committed, through the same merge as when they were loaded. Payloads once
 // refused are checked again, so a flattening that now accepts them takes them in.
 
 export interface RebuildResult {

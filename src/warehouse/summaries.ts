@@ -99,6 +99,11 @@ export async function refreshSummaries(tx: SqlRunner, days: readonly string[]): 
   return all;
 }
 
+/** Marks `days` as not summed, so the report sums them from the tables. */
+export async function forgetSummaries(tx: SqlRunner, days: readonly string[]): Promise<void> {
+  await tx.run(`DELETE FROM _report_days WHERE ${inDays(days)}`);
+}
+
 /**
  * SQL for the summary's rows as the tables stand: stored sums of days summed and unchanged since,
  * and the other days (changed since the last export, or never summed) summed from the tables.

@@ -91,7 +91,13 @@ describe('the report from the sums per day', () => {
     ]);
     // A day never summed (a warehouse made before the sums), with nothing kept for it.
     await wh.run(`DELETE FROM _report_days WHERE created_date = $1::DATE`, [oldest as string]);
-    for (const t of ['_report_runs_day', '_report_tool_calls_day', '_report_attributes_day', '_report_waiting_day'])
+    for (const t of [
+      '_report_runs_day',
+      '_report_tool_calls_day',
+      '_report_evaluation_values_day',
+      '_report_attributes_day',
+      '_report_waiting_day',
+    ])
       await wh.run(`DELETE FROM ${t} WHERE created_date = $1::DATE`, [oldest as string]);
     expectSame(await readReportData(wh, SOURCE, 0), await fromViews(wh));
   });
