@@ -5,7 +5,7 @@ import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { inLanes } from '../warehouse/lanes.ts';
 import { OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
-import { forgetSummaries, refreshSummaries } from '../warehouse/summaries.ts';
+import { refreshSummaries } from '../warehouse/summaries.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { writeAnalyticsViews } from './analytics.ts';
 import { openFolderTree } from './folder-tree.ts';
@@ -193,36 +193,15 @@ async function datesToWrite(db: SqlRunner, full: boolean): Promise<string[]> {
 }
 
 /**
- * Clears the export's marks, summing again for the report the days written (and a few never
- * summed) in the same transaction. Sums that fail (out of memory at the commit, say) must not hold
- * the export back: the days are then left unsummed, which the report sums from the tables.
+ * Sums again for the report the days written (and a few never summed), then clears the export's
+ * marks. A crash between the two leaves the marks, and the next export sums those days again.
  */
 async function endMarks(wh: Warehouse, dates: readonly string[]): Promise<string[]> {
-  const inTransaction = async <T>(work: () => Promise<T>): Promise<T> => {
-    await wh.run('BEGIN TRANSACTION');
-    try {
-      const out = await work();
-      await wh.run('COMMIT');
-      return out;
-    } catch (e) {
-      await wh.run('ROLLBACK').catch(() => undefined);
-      throw e;
-    }
-  };
-  try {
-    return await inTransaction(async () => {
-      const summed = await refreshSummaries(wh, dates);
-      await wh.run('DELETE FROM _sync_export_dirty');
-      return summed;
-    });
-  } catch (e) {
-    wh.logger.warn({ error: (e as Error).message, days: dates.length }, "the report's sums of the days written failed");
-    await inTransaction(async () => {
-      await forgetSummaries(wh, dates);
-      await wh.run('DELETE FROM _sync_export_dirty');
-    });
-    return [];
-  }
+  const summed = await refreshSummaries(wh, dates, (day, error) =>
+    wh.logger.warn({ day, error: error.message }, "the report's sums of a day failed; it reads the day's rows"),
+  );
+  await wh.run('DELETE FROM _sync_export_dirty');
+  return summed;
 }
 
 /** One file of the tree: the rows of `select`, at `path` under the table's folder. */

@@ -69,7 +69,10 @@ export async function readFromSummaries(db: SqlRunner, days: number, topAgents: 
  */
 async function toolRows(db: SqlRunner, calls: string) {
   return db.all(
-    `WITH c AS (SELECT * FROM ${calls}),
+    `WITH c AS MATERIALIZED (
+       SELECT tool_name, tool_type, duration_bucket, sum(calls) AS calls, sum(errors) AS errors
+       FROM ${calls} GROUP BY ALL
+     ),
      known_names AS (
        SELECT name, type, id, 0 AS former, NULL::TIMESTAMPTZ AS valid_from FROM tools
        UNION ALL

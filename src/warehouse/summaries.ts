@@ -82,26 +82,37 @@ async function unsummedDays(db: SqlRunner): Promise<string[]> {
 const CATCH_UP_DAYS = 3;
 
 /**
- * Sums again `days` (the days an export wrote) and a few never summed, in one transaction of the
- * caller's. Returns the days summed.
+ * Sums again `days` (the days an export wrote) and a few never summed, a day a transaction (the
+ * sums of a whole warehouse at once would not fit its memory). A day whose sums fail is left
+ * unsummed, which the report sums from the tables, and said through `failed`. Returns the days
+ * summed.
  */
-export async function refreshSummaries(tx: SqlRunner, days: readonly string[]): Promise<string[]> {
-  const missing = (await unsummedDays(tx)).filter((d) => !days.includes(d)).slice(0, CATCH_UP_DAYS);
-  const all = [...days, ...missing];
-  if (all.length === 0) return all;
-  const where = inDays(all);
-  for (const s of Object.values(SUMMARIES)) {
-    await tx.run(`DELETE FROM ${s.table} WHERE ${where}`);
-    await tx.run(`INSERT INTO ${s.table} ${s.sum(where)}`);
+export async function refreshSummaries(
+  db: SqlRunner,
+  days: readonly string[],
+  failed: (day: string, error: Error) => void,
+): Promise<string[]> {
+  const missing = (await unsummedDays(db)).filter((d) => !days.includes(d)).slice(0, CATCH_UP_DAYS);
+  const summed: string[] = [];
+  for (const day of [...days, ...missing]) {
+    const where = inDays([day]);
+    await db.run('BEGIN TRANSACTION');
+    try {
+      for (const s of Object.values(SUMMARIES)) {
+        await db.run(`DELETE FROM ${s.table} WHERE ${where}`);
+        await db.run(`INSERT INTO ${s.table} ${s.sum(where)}`);
+      }
+      await db.run(`DELETE FROM _report_days WHERE ${where}`);
+      await db.run(`INSERT INTO _report_days VALUES (${quoteLiteral(day)}::DATE)`);
+      await db.run('COMMIT');
+      summed.push(day);
+    } catch (e) {
+      await db.run('ROLLBACK').catch(() => undefined);
+      await db.run(`DELETE FROM _report_days WHERE ${where}`);
+      failed(day, e as Error);
+    }
   }
-  await tx.run(`DELETE FROM _report_days WHERE ${where}`);
-  await tx.run(`INSERT INTO _report_days SELECT unnest([${all.map((d) => `${quoteLiteral(d)}::DATE`).join(', ')}])`);
-  return all;
-}
-
-/** Marks `days` as not summed, so the report sums them from the tables. */
-export async function forgetSummaries(tx: SqlRunner, days: readonly string[]): Promise<void> {
-  await tx.run(`DELETE FROM _report_days WHERE ${inDays(days)}`);
+  return summed;
 }
 
 /**
