@@ -1,9 +1,15 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Queue } from 'bullmq';
+import { JOBS } from '../jobs/index.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { runBackfill } from '../src/sync/backfill.ts';
 import { createEngine, runPass } from '../src/sync/index.ts';
 import { limitHeapGrowth } from '../src/util/heap-growth.ts';
 import { createLogger } from '../src/util/logger.ts';
 import { MICROS_PER_HOUR, type Micros } from '../src/util/timestamp.ts';
+import { workerSettings } from '../src/worker/config.ts';
+import { FETCH_QUEUE, WRITE_QUEUE } from '../src/worker/job-context.ts';
+import { startWorker } from '../src/worker/main.ts';
 
 // One command of the scale bench in a fresh process, as `runsync sync` or `runsync backfill` runs
 // it (compiled, V8's heap capped and its growth limited as the CLI does), but on the simulator's
@@ -12,6 +18,10 @@ import { MICROS_PER_HOUR, type Micros } from '../src/util/timestamp.ts';
 //
 //   node dist/bench/scale-child.js sync <warehouse> <sim url> <key> <now µs> <start date>
 //   node dist/bench/scale-child.js backfill <warehouse> <sim url> <key> <now µs> <start date> <from µs> <to µs>
+//   node dist/bench/scale-child.js worker <warehouse> <sim url> <key> <now µs> <start date>
+//
+// `worker` starts the BullMQ worker (REDIS_URL, queues under a prefix of its own) with its pass at
+// start, waits for that pass to be done, and stops the worker.
 
 limitHeapGrowth();
 const [command, dir, url, key, nowArg, startDate, fromArg, toArg] = process.argv.slice(2) as string[];
@@ -45,6 +55,8 @@ try {
       sliceMicros: MICROS_PER_HOUR * 24,
     });
     out = { listed: r.runs.listed, fetched: r.runs.fetched };
+  } else if (command === 'worker') {
+    out = await workerPass();
   } else {
     throw new Error(`unknown command ${command}`);
   }
@@ -52,4 +64,28 @@ try {
   await engine.close();
 }
 const wallMs = performance.now() - t0;
+
+/** The worker's pass at start, run as `runsync worker` runs it; the runs it listed and fetched. */
+async function workerPass(): Promise<Record<string, number>> {
+  const env = { ...process.env, RUNSYNC_QUEUE_PREFIX: `bench-scale-${process.pid}`, RUNSYNC_PASS_AT_START: 'on' };
+  const settings = workerSettings(env, dir as string);
+  const worker = await startWorker({ config, jobs: JOBS, settings, logger, engine: { now } });
+  try {
+    for (;;) {
+      const done = await worker.queues.write.getJobs(['completed', 'failed']);
+      const pass = done.find((j) => j.name === 'runs-pass');
+      if (pass?.failedReason) throw new Error(`the worker's pass failed: ${pass.failedReason}`);
+      const runs = (pass?.returnvalue as { runs?: { listed: number; fetched: number } } | undefined)?.runs;
+      if (pass) return { listed: runs?.listed ?? 0, fetched: runs?.fetched ?? 0 };
+      await sleep(250);
+    }
+  } finally {
+    await worker.close();
+    for (const name of [WRITE_QUEUE, FETCH_QUEUE]) {
+      const q = new Queue(name, { connection: { url: config.redisUrl as string }, prefix: settings.prefix });
+      await q.obliterate({ force: true }).catch(() => undefined);
+      await q.close();
+    }
+  }
+}
 process.stdout.write(`${JSON.stringify({ ...out, wallMs, peakRssMb: process.resourceUsage().maxRSS / 1024 })}\n`);

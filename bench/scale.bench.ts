@@ -31,9 +31,9 @@ function cli(args: string[], dir: string): Promise<Timed> {
   return timed([process.execPath, BIN, ...args], { RUNSYNC_WAREHOUSE_DIR: dir, LOG_LEVEL: 'warn' });
 }
 
-function child(args: string[]): Promise<Timed> {
+function child(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Timed> {
   const heap = `--max-old-space-size=${defaultMemoryBudget().heapMb}`;
-  return timed([process.execPath, heap, CHILD, ...args], { LOG_LEVEL: 'warn' });
+  return timed([process.execPath, heap, CHILD, ...args], { LOG_LEVEL: 'warn', ...env });
 }
 
 async function measure(size: number, log: (l: string) => void): Promise<BenchRow[]> {
@@ -88,6 +88,13 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
       ]);
       const b = lastJson<{ fetched: number }>(back);
       rss('backfill --force (last hour)', back, `; ${b.fetched} fetched`);
+      // The worker's pass at start, 5 minutes of the world's changes on.
+      sim.clock.advance(5 * MICROS_PER_MINUTE);
+      const worker = await child(['worker', dir, sim.url, sim.key, String(sim.clock.now()), startDateOf(w)], {
+        REDIS_URL: process.env.REDIS_URL ?? 'redis://127.0.0.1:6379',
+      });
+      const k = lastJson<{ listed: number; fetched: number }>(worker);
+      rss('worker (its pass at start)', worker, `; ${k.listed} listed, ${k.fetched} fetched`);
     } finally {
       await sim.close();
     }

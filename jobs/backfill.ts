@@ -10,7 +10,7 @@ export default async function backfill(
 ): Promise<{ slices: number; listed: number; fetched: number; exportedDates: number }> {
   objectPayload(payload, 'backfill');
   const children = Object.values(await ctx.job.getChildrenValues()) as { runs?: { listed: number; fetched: number } }[];
-  const e = await ctx.deps.gate.use((wh) => exportParquet(wh, { target: ctx.deps.parquet }));
+  const e = await ctx.deps.gate.use((wh) => exportParquet(wh, { target: ctx.deps.parquet, lanes: 1 }));
   return {
     slices: children.length,
     listed: children.reduce((a, c) => a + (c.runs?.listed ?? 0), 0),

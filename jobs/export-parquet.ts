@@ -12,6 +12,6 @@ export default async function exportParquetJob(
   ctx: JobContext,
 ): Promise<{ dates: number; tables: number; files: number }> {
   const { full } = checkPayload(payload);
-  const r = await ctx.deps.gate.use((wh) => exportParquet(wh, { full, target: ctx.deps.parquet }));
+  const r = await ctx.deps.gate.use((wh) => exportParquet(wh, { full, target: ctx.deps.parquet, lanes: 1 }));
   return { dates: r.dates.length, tables: r.tables.length, files: r.written.length };
 }

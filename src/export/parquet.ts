@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { RESOURCES } from '../resources/registry.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { inLanes } from '../warehouse/lanes.ts';
-import { OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
+import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from '../warehouse/sql.ts';
 import { refreshSummaries } from '../warehouse/summaries.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
@@ -38,6 +38,11 @@ export interface ExportOptions {
   runsPerFile?: number;
   /** Where the tree goes (RUNSYNC_PARQUET_URL); default the warehouse's parquet/ folder. */
   target?: ParquetTarget;
+  /**
+   * Files written at once (default the budget's bulkLanes). A pass's export writes one at a time:
+   * its process still holds what the pass's loads left in V8's heap.
+   */
+  lanes?: number;
 }
 
 export interface ExportResult {
@@ -168,7 +173,7 @@ async function writeTree(
     for (const plan of plans) jobs.push(...(await partitionFiles(wh, runTables, plan, tree)));
     for (const t of flat)
       jobs.push({ table: t, select: `SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}`, path: DATA_FILE });
-    await writeFiles(wh, jobs, tree, result);
+    await writeFiles(wh, jobs, tree, result, options.lanes ?? wh.budget.bulkLanes);
     if (full) {
       await removeStalePartitions(tree, runTables, new Set(dates), result);
       // An empty table is still recorded, so the next export knows it was done.
@@ -200,6 +205,8 @@ async function endMarks(wh: Warehouse, dates: readonly string[]): Promise<string
   const summed = await refreshSummaries(wh, dates, (day, error) =>
     wh.logger.warn({ day, error: error.message }, "the report's sums of a day failed; it reads the day's rows"),
   );
+  // What the sums' aggregates freed is handed back, as after every file (open.ts).
+  await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
   await wh.run('DELETE FROM _sync_export_dirty');
   return summed;
 }
@@ -246,7 +253,13 @@ type Copy = (db: SqlRunner, select: string, file: string) => Promise<number>;
  * tree as it is done; a file with no rows is removed instead. Results list the files in the order
  * given, however the lanes finish them.
  */
-async function writeFiles(wh: Warehouse, jobs: readonly FileJob[], tree: ParquetTree, result: ExportResult) {
+async function writeFiles(
+  wh: Warehouse,
+  jobs: readonly FileJob[],
+  tree: ParquetTree,
+  result: ExportResult,
+  lanes: number,
+) {
   const done = new Map<FileJob, { written?: string; removed?: string }>();
   const write = async (db: SqlRunner, job: FileJob, copy: Copy) => {
     const fresh = join(tree.scratch, `${job.table.name}-${job.path.replaceAll('/', '-')}`);
@@ -271,11 +284,10 @@ async function writeFiles(wh: Warehouse, jobs: readonly FileJob[], tree: Parquet
   };
   // Never two files of one folder at once: a file's removal takes its emptied folder away.
   const folder = (job: FileJob) => `${job.table.name}/${dirname(job.path)}`;
-  const undone = await inLanes(wh, jobs, { lanes: wh.budget.bulkLanes, key: folder }, (db, job) =>
-    write(db, job, inLane),
-  );
-  // A file whose rows did not fit the export's memory is written again, alone, with room for them.
-  for (const job of undone) await write(wh, job, (_, select, file) => copyWithRoom(wh, select, file));
+  const undone = await inLanes(wh, jobs, { lanes, key: folder }, (db, job) => write(db, job, inLane));
+  // A file whose rows did not fit the export's memory beside another is written again alone, and
+  // with room for its rows if it still does not fit.
+  for (const job of undone) await write(wh, job, (_, select, file) => copyAlone(wh, select, file));
   for (const job of jobs) {
     const d = done.get(job);
     if (d?.written !== undefined) result.written.push(d.written);
@@ -288,7 +300,7 @@ async function writeFiles(wh: Warehouse, jobs: readonly FileJob[], tree: Parquet
  * it beyond DuckDB's memory_limit, so DuckDB's default (122,880 rows) set the export's peak; the
  * files grow a little at this size, and readers still skip by row group.
  */
-export const ROW_GROUP_ROWS = 32_768;
+export const ROW_GROUP_ROWS = 16_384;
 
 /** COPYs `select` to `file`; the rows written. */
 async function copyTo(db: SqlRunner, select: string, file: string): Promise<number> {
@@ -298,8 +310,15 @@ async function copyTo(db: SqlRunner, select: string, file: string): Promise<numb
   return Number(copied?.Count ?? 0);
 }
 
-/** copyTo on the handle's own connection with OUTSIZED_MEMORY_LIMIT, said in the log. */
-async function copyWithRoom(wh: Warehouse, select: string, file: string): Promise<number> {
+/** copyTo on the handle's own connection, then with OUTSIZED_MEMORY_LIMIT (said in the log) if need be. */
+async function copyAlone(wh: Warehouse, select: string, file: string): Promise<number> {
+  try {
+    return await copyTo(wh, select, file);
+  } catch (e) {
+    if (!isOutOfMemory(e)) throw e;
+  } finally {
+    await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
+  }
   const limit = wh.memoryLimit;
   wh.logger.warn(
     { file, memoryLimit: OUTSIZED_MEMORY_LIMIT },

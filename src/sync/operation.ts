@@ -104,7 +104,7 @@ async function operate<R extends OperationResult>(
     if (plan.export) {
       // Whether the file wants compacting is read in the export's unit: no open of its own.
       const { e, due } = await deps.gate.use(async (wh) => ({
-        e: await exportParquet(wh, { target: deps.parquet }),
+        e: await exportParquet(wh, { target: deps.parquet, lanes: 1 }),
         due: await compactionDue(wh).catch(() => false),
       }));
       result.export = { dates: e.dates, tables: e.tables, written: e.written, removed: e.removed };
