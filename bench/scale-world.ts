@@ -24,6 +24,11 @@ import type { WorldSpec } from './world-warehouse.ts';
 
 export const NOW = parseTimestamp('2026-03-01T00:00:00Z') as Micros;
 const RUNS_PER_DAY = 33_333;
+
+/** Where built worlds are kept between runs (BENCH_WORLDS_DIR; the system temp folder otherwise). */
+export function worldsDir(): string {
+  return process.env.BENCH_WORLDS_DIR ?? join(tmpdir(), 'runsync-bench-worlds');
+}
 /** Run details per archive file, as a load of that many would leave them. */
 const FILE_RUNS = 1000;
 
@@ -37,7 +42,7 @@ export function scaleWorld(size: number): WorldSpec {
  * warehouse the world's loads made.
  */
 export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promise<string> {
-  const dir = join(tmpdir(), 'runsync-bench-worlds', `raw-noted-${w.seed}-${w.size}-${w.days}-${w.now}`);
+  const dir = join(worldsDir(), `raw-noted-${w.seed}-${w.size}-${w.days}-${w.now}`);
   const done = join(dir, '.complete');
   if (existsSync(done)) return dir;
   rmSync(dir, { recursive: true, force: true });

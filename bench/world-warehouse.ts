@@ -1,5 +1,4 @@
 import { cpSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config/index.ts';
 import { startSimulator } from '../src/simulator/index.ts';
@@ -7,7 +6,7 @@ import { createEngine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { formatTimestamp, MICROS_PER_DAY, type Micros } from '../src/util/timestamp.ts';
 import { rebuildInto } from '../src/warehouse/rebuild.ts';
-import { rawArchive } from './scale-world.ts';
+import { rawArchive, worldsDir } from './scale-world.ts';
 
 // A warehouse holding what the simulator's world shows at `now`, as a first sync would have left
 // it, without the hours of API time a first sync of a million runs takes at a real rate limit:
@@ -25,7 +24,7 @@ export interface WorldSpec {
 }
 
 function cacheDir(w: WorldSpec): string {
-  return join(tmpdir(), 'runsync-bench-worlds', `w-rebuilt-${w.seed}-${w.size}-${w.days}-${w.now}`);
+  return join(worldsDir(), `w-rebuilt-${w.seed}-${w.size}-${w.days}-${w.now}`);
 }
 
 export function startDateOf(w: WorldSpec): string {
