@@ -1,6 +1,6 @@
 export { systemClock } from './clock.ts';
 export { readRateHeaders, resetToMs, retryAfterMs } from './headers.ts';
-export { measure } from './learn.ts';
+export { measure } from './measure.ts';
 export { MemoryBudgetStore } from './memory-store.ts';
 export type { Slot, Wait } from './policy.ts';
 export {

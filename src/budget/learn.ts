@@ -1,4 +1,5 @@
-import { fitSpan, fittedSpan, logSpanMs, spanBounds } from './sent-log.ts';
+import { measure } from './measure.ts';
+import { fitSpan, fittedSpan, logSpanMs, spanBounds, startedAlongside } from './sent-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
 
 // Learning a server bucket from its figures, whatever limiter runs behind them. The spec names the
@@ -16,8 +17,6 @@ import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample
 
 const MAX_SAMPLES = 48;
 const SAMPLE_SPAN_MS = 120_000;
-/** Spans shorter than this measure too little to trust. */
-const MIN_SPAN_MS = 1_500;
 const MAX_EVIDENCE = 8;
 
 export function bucketKey(endpoint: string | null, limit: number): string {
@@ -42,11 +41,6 @@ export function newBucket(limit: number, endpoint: string | null, at: number): B
     levelAt: at,
     seenAt: at,
   };
-}
-
-/** A bucket counts as full (its refill hidden) when this close to its limit. */
-export function fullMargin(limit: number): number {
-  return Math.max(2, Math.ceil(limit * 0.1));
 }
 
 /** The bucket a figure on `endpoint` belongs to. */
@@ -134,89 +128,6 @@ function gcd(a: number, b: number): number {
   return b === 0 ? a : gcd(b, a % b);
 }
 
-interface Measure {
-  rate: number;
-  /** True when every figure after the first showed the bucket below full. */
-  constrained: boolean;
-}
-
-/**
- * The rate measured over the longest recent span where the bucket stayed low (what came back was
- * all used, so it is all counted); else the best lower bound, from the spans between figures.
- */
-export function measure(samples: readonly Sample[], limit: number): Measure | null {
-  const newest = samples[samples.length - 1];
-  if (!newest || newest.remaining > lowMark(limit)) return clearOfFull(samples, limit) ?? lowerBound(samples);
-  let start = samples.length - 1;
-  while (start > 0 && (samples[start - 1] as Sample).remaining <= lowMark(limit)) start--;
-  return span(samples[start] as Sample, newest, true) ?? lowerBound(samples);
-}
-
-/** How far apart figures may lie, and how long a span of them must be, to show a bucket never full. */
-const CLEAR_GAP_MS = 2_000;
-const CLEAR_SPAN_MS = 4_000;
-
-/**
- * The rate over the newest span whose figures all stayed clear of full, close together, with our
- * requests going out between each two: the bucket was drawn on throughout and never full, so
- * nothing that came back was hidden, and what came back is its refill less others' use of it.
- */
-function clearOfFull(samples: readonly Sample[], limit: number): Measure | null {
-  const full = limit - fullMargin(limit);
-  let start = samples.length - 1;
-  if (start < 0 || (samples[start] as Sample).remaining > full) return null;
-  while (start > 0) {
-    const a = samples[start - 1] as Sample;
-    const b = samples[start] as Sample;
-    if (a.remaining > full || b.at - a.at > CLEAR_GAP_MS || b.seq - a.seq - (b.unsent - a.unsent) < 1) break;
-    start--;
-  }
-  const first = samples[start] as Sample;
-  const newest = samples[samples.length - 1] as Sample;
-  return newest.at - first.at < CLEAR_SPAN_MS ? null : span(first, newest, true);
-}
-
-/** A bucket this low is being drawn as fast as it refills. */
-function lowMark(limit: number): number {
-  return Math.max(1, Math.floor(limit / 4));
-}
-
-function lowerBound(samples: readonly Sample[]): Measure | null {
-  let best: Measure | null = null;
-  for (let i = 0; i < samples.length; i++) {
-    for (let j = i + 1; j < samples.length; j++) {
-      const m = windowed(samples[i] as Sample, samples[j] as Sample);
-      if (m) {
-        if (best === null || m.rate > best.rate) best = m;
-        break;
-      }
-    }
-  }
-  return best;
-}
-
-/**
- * A span's rate, no more than what came back per second of Reset's own steps: a window's room comes
- * back whole at each Reset, so a span holding one more Reset than its length's share reads high by
- * a window's worth, while Reset moves on by exactly the windows it crossed. A bucket's Reset moves
- * with what it holds, and the lesser reading is still a bound.
- */
-function windowed(a: Sample, b: Sample): Measure | null {
-  const m = span(a, b, false);
-  if (m === null || a.resetAtMs === null || b.resetAtMs === null) return m;
-  const stepped = b.resetAtMs - a.resetAtMs;
-  if (stepped < MIN_SPAN_MS) return m;
-  return { ...m, rate: Math.min(m.rate, (m.rate * (b.at - a.at)) / stepped) };
-}
-
-function span(a: Sample, b: Sample, constrained: boolean): Measure | null {
-  const used = b.seq - a.seq - (b.unsent - a.unsent);
-  if (b.at - a.at < MIN_SPAN_MS || used < 3) return null;
-  const cameBack = b.remaining - a.remaining + used;
-  if (cameBack <= 0) return null;
-  return { rate: (cameBack * 1000) / (b.at - a.at), constrained };
-}
-
 /** A first figure's rate: the bucket refills to full by Reset, or a window of that length. */
 function provisional(b: BucketEstimate, o: Sample): number | null {
   const w = b.windowMs ?? wholeSecondsTo(o);
@@ -259,6 +170,9 @@ export function learnBucket(
     resetAtMs: obs.resetAtMs,
     seq,
     unsent,
+    ...(started === null
+      ? {}
+      : { start: started.atMs, alongside: startedAlongside(b.sent, started.atMs, started.tolMs) }),
   };
   const evidence = prev ? weigh(b, prev, sample) : b.evidence;
   const samples = [...b.samples.filter((x) => x.at >= obs.atMs - SAMPLE_SPAN_MS), sample].slice(-MAX_SAMPLES);
@@ -284,7 +198,10 @@ export function learnBucket(
   // bucket after a burst and a pause: what was sent between two of them measures the pause, not
   // the rate, so such a bucket's rate is read from Reset alone.
   const refusalsOnly = samples.every((x) => x.remaining === 0);
-  const m = guess === 'window' || refusalsOnly ? null : measure(samples, b.limit);
+  // Our own starts read a bucket's refill back only once the figures rule out a fixed window,
+  // whose room comes back in steps at Reset rather than as it goes.
+  const readBack = notWindow || guess === 'bucket' ? b.sent : undefined;
+  const m = guess === 'window' || refusalsOnly ? null : measure(samples, b.limit, readBack);
   if (m?.constrained) {
     rate = m.rate;
     measured = true;

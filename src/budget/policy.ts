@@ -9,6 +9,7 @@ import {
   oursAt,
   oursInFigure,
   slackMs,
+  startedAlongside,
 } from './sent-log.ts';
 import type { BucketEstimate, BucketView, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
 
@@ -405,7 +406,14 @@ export function learn(
     const levelAt = Math.max(b.last.at, b.levelAt);
     const from = b.guess === 'bucket' ? b.last.at : Math.max(b.last.at, b.last.resetAtMs ?? b.last.at);
     const refill = (creditRate(b, policy) * Math.max(0, levelAt - from)) / 1000;
-    const level = Math.min(b.limit, b.last.remaining + refill - sentSince(next, b, b.last));
+    // Ours that started with the figure's own, as close as round trips vary, may have been counted
+    // after it although granted before: the figure need not show them taken, so they are taken
+    // here. That holds the bucket a few requests fuller, which costs nothing of its rate. A sliding
+    // log (or a limiter whose figures still all fit one) is read by its log instead.
+    const since = sentSince(next, b, b.last);
+    const logLike = b.guess === 'sliding' || b.fit?.misfits === 0;
+    const alongside = grant?.at === undefined || logLike ? 0 : startedAlongside(b.sent, grant.at, slackMs(s), since);
+    const level = Math.min(b.limit, b.last.remaining + refill - since - alongside);
     b = { ...b, level, levelAt };
   }
   return {

@@ -50,7 +50,7 @@ export function logStart(
   spanMs: number | null,
   nowMs: number,
 ): SentEntry[] {
-  const keep = spanMs === null ? 60_000 : Math.max(2 * spanMs, 2_000);
+  const keep = spanMs === null ? 60_000 : Math.max(2 * spanMs, 10_000);
   const kept = (log ?? []).filter((e) => e[0] > Math.min(atMs, nowMs) - keep);
   const last = kept[kept.length - 1];
   if (last !== undefined && atMs - last[0] <= joinMs(spanMs))
@@ -80,6 +80,26 @@ export function oursInFigure(
   let n = 0;
   for (const [at, count] of log ?? []) if (at > figureAtMs - spanMs && at <= startedAtMs) n += count;
   return n;
+}
+
+/**
+ * Ours granted before the one started at `startedAtMs` and started within `slack` of it, which
+ * may have been counted after it; `later` of ours were granted after it (the group's later turns
+ * among them).
+ */
+export function startedAlongside(
+  log: readonly SentEntry[] | undefined,
+  startedAtMs: number,
+  slack: number,
+  later = 0,
+): number {
+  let with_ = 0;
+  let after = 0;
+  for (const [at, count] of log ?? []) {
+    if (at > startedAtMs) after += count;
+    else if (at > startedAtMs - slack) with_ += count;
+  }
+  return Math.max(0, with_ - 1 - Math.max(0, later - after));
 }
 
 /** The log without the start at `atMs` (or the latest just before it): a request never counted. */

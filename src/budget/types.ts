@@ -33,6 +33,13 @@ export interface Sample {
   seq: number;
   /** Of those, the ones that took nothing from the bucket (refused with a 429, or never sent). */
   unsent: number;
+  /** When the request the figure answered started, when known. */
+  start?: number;
+  /**
+   * Ours started with it, as close as round trips vary: any of them may have been counted after
+   * it although granted before, so what was sent between two figures is known to within these.
+   */
+  alongside?: number;
 }
 
 /**

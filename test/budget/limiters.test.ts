@@ -135,8 +135,9 @@ describe("an endpoint's own limit, told only by its 429s (detail answers carry n
 describe('an organization bucket another consumer also draws from', () => {
   // The neighbour takes a fifth of the organization's rate, evenly; its use lowers Remaining
   // without any request of ours, and what is left to us is the rest. The default reserve is kept.
+  // The first figure cannot tell the neighbour is there: the few 429s allowed are its first burst's.
   const cases = (['bucket-full-at', 'gcra'] as const).flatMap((model) =>
-    [50, 200].flatMap((rate) => [1, 3].map((workers) => [model, rate, workers] as const)),
+    [20, 50, 200].flatMap((rate) => [1, 3].map((workers) => [model, rate, workers] as const)),
   );
   it.each(cases)('%s at %i/s from %i worker(s): learns what is left to us', async (model, rate, workers) => {
     const left = rate * 0.8;
@@ -145,8 +146,8 @@ describe('an organization bucket another consumer also draws from', () => {
       seconds: SECONDS,
       workers,
     });
-    expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.1);
-    expect(r.lateRate / left).toBeGreaterThan(0.85);
-    expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.01));
+    expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+    expect(r.lateRate / left).toBeGreaterThan(0.9);
+    expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
   });
 });
