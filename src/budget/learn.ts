@@ -1,5 +1,5 @@
 import { measure } from './measure.ts';
-import { fitSpan, fittedSpan, logSpanMs, spanBounds, startedAlongside } from './sent-log.ts';
+import { fitSpan, fittedSpan, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
 
 // Learning a server bucket from its figures, whatever limiter runs behind them. The spec names the
@@ -148,6 +148,16 @@ const PLAUSIBLE = 0.95;
 
 /** Misfits a sliding log's span may show (round trips that varied more than seen) and still be one. */
 const MAX_MISFITS = 2;
+/**
+ * Figures that agree in a row, for each misfit seen, that outweigh the misfits: while round trips
+ * are still being learned the tolerance is too tight, and a few early figures misfit a true log.
+ */
+const FIGURES_PER_MISFIT = 3;
+
+function fitHolds(fit: SpanFit | undefined): boolean {
+  const misfits = fit?.misfits ?? 0;
+  return misfits <= MAX_MISFITS || (fit?.figures ?? 0) >= FIGURES_PER_MISFIT * misfits;
+}
 
 /**
  * Learns one figure. `seq` numbers the request it answered (see Sample); `surprised` is set for a
@@ -187,8 +197,7 @@ export function learnBucket(
   let guess: LimiterGuess = notWindow && guessOf(evidence) === 'window' ? 'unknown' : guessOf(evidence);
   // A fit far shorter than Reset has ever lain ahead is a token bucket drawn on in bursts: its
   // figures agree with a short log until the refill runs out.
-  const sliding =
-    span !== null && guess !== 'window' && (fit?.misfits ?? 0) <= MAX_MISFITS && span >= PLAUSIBLE * resetSpanMs;
+  const sliding = span !== null && guess !== 'window' && fitHolds(fit) && span >= PLAUSIBLE * resetSpanMs;
   if (sliding) guess = 'sliding';
   else if (guess === 'sliding') guess = 'unknown';
   const windowMs = windowFrom(b, prev, sample);

@@ -121,7 +121,11 @@ function neverFull(samples: readonly Sample[], limit: number, log: readonly Sent
     if (a.start === undefined || a.start <= oldest[0]) continue;
     const m = span(a, b, true);
     if (m === null || !sharp(a, b)) continue;
-    if (heldBelow(log, a.start, b, m.rate, full)) return m;
+    // Of ours started with `a`, those counted after it were sent within the span; of those started
+    // with `b`, those counted after it were not: halfway between is the likeliest.
+    const shift = ((a.alongside ?? 0) - (b.alongside ?? 0)) / 2;
+    const rate = m.rate + (shift * 1000) / (b.at - a.at);
+    if (rate > 0 && heldBelow(log, a.start, b, rate, full)) return { ...m, rate };
   }
   return null;
 }

@@ -165,16 +165,26 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
   if (!projected) {
     if (fig === null || fig.resetAtMs === null || atMs >= fig.resetAtMs) return Number.NEGATIVE_INFINITY;
   } else if (fig === null || b.guess === 'bucket') return Number.POSITIVE_INFINITY;
-  let room = fig.remaining - sentSince(s, b, fig);
+  let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig);
   if (fig !== b.last) return room;
   // Responses overtake each other: a figure may not yet count requests granted before its own that
   // were still on their way, so the figures just before it bound the room too.
   for (const f of b.samples.slice(-REORDER_FIGURES)) {
     if (f.at >= fig.at - REORDER_MS && (f.resetAtMs === null || atMs < f.resetAtMs)) {
-      room = Math.min(room, f.remaining - sentSince(s, b, f));
+      room = Math.min(room, f.remaining - sentSince(s, b, f) - uncounted(b, f));
     }
   }
   return room;
+}
+
+/**
+ * Ours that started with a figure's own and may have been counted after it (Sample.alongside),
+ * for a sliding log: it is paced to its edge by our own starts, so a figure that overstates its
+ * room by a few turns a few requests away. A window's room is spent whole before its end, where
+ * keeping a few back would cost each window a few requests.
+ */
+function uncounted(b: BucketEstimate, f: Sample): number {
+  return b.guess === 'sliding' ? (f.alongside ?? 0) : 0;
 }
 
 /**
@@ -424,11 +434,22 @@ export function learn(
   };
 }
 
+/**
+ * How much of the longest and shortest round trips lately each new one leaves standing, for how
+ * much round trips vary: one round trip in a hundred taking the extreme keeps it about in view.
+ */
+const SPREAD_KEEP = 0.99;
+
 /** Notes a round trip: its longest and shortest lately. */
 export function tookMs(s: BudgetState, took: number): BudgetState {
   if (!(took >= 0)) return s;
-  const low = s.latencyLowMs === undefined ? took : Math.max(0, Math.min(took, s.latencyLowMs * 0.95 + took * 0.05));
-  return { ...s, latencyMs: nextLatency(s.latencyMs, took), latencyLowMs: low };
+  const low =
+    s.latencyLowMs === undefined
+      ? took
+      : Math.max(0, Math.min(took, s.latencyLowMs * SPREAD_KEEP + took * (1 - SPREAD_KEEP)));
+  const high =
+    s.latencyHighMs === undefined ? took : Math.max(took, s.latencyHighMs * SPREAD_KEEP + took * (1 - SPREAD_KEEP));
+  return { ...s, latencyMs: nextLatency(s.latencyMs, took), latencyLowMs: low, latencyHighMs: high };
 }
 
 /** A start planned for `plannedMs` that was late: it happened at `atMs`. */

@@ -26,8 +26,9 @@ export const ON_TIME_MS = 5;
  * How much later than ours a request of ours may be counted, relative to another of ours: how much
  * round trips vary, and how late a start may be without being logged again.
  */
-export function slackMs(s: { latencyMs: number; latencyLowMs?: number }): number {
-  return Math.max(0, s.latencyMs - (s.latencyLowMs ?? s.latencyMs)) + ON_TIME_MS + 1;
+export function slackMs(s: { latencyMs: number; latencyLowMs?: number; latencyHighMs?: number }): number {
+  const high = s.latencyHighMs ?? s.latencyMs;
+  return Math.max(0, high - (s.latencyLowMs ?? high)) + ON_TIME_MS + 1;
 }
 
 /** Entries within this of each other are joined; their starts are known no closer than that. */
@@ -53,8 +54,10 @@ export function logStart(
   const keep = spanMs === null ? 60_000 : Math.max(2 * spanMs, 10_000);
   const kept = (log ?? []).filter((e) => e[0] > Math.min(atMs, nowMs) - keep);
   const last = kept[kept.length - 1];
-  if (last !== undefined && atMs - last[0] <= joinMs(spanMs))
-    kept[kept.length - 1] = [Math.max(last[0], atMs), last[1] + 1];
+  // Joined from its first start, not its latest: joining on, start by start, would let one entry
+  // stretch over any number of starts that come close together, and read them all as young.
+  if (last !== undefined && atMs - (last[2] ?? last[0]) <= joinMs(spanMs))
+    kept[kept.length - 1] = [Math.max(last[0], atMs), last[1] + 1, Math.min(last[2] ?? last[0], atMs)];
   else kept.push([atMs, 1]);
   return kept.length > 2 * ENTRIES ? kept.slice(-2 * ENTRIES) : kept;
 }
@@ -188,23 +191,38 @@ export function spanBounds(
   const newest = entries[entries.length - 1];
   if (newest === undefined) return null;
   // Starts logged with the figure's own were counted before it or after, in any order: from only
-  // it to all of them. Each case gives bounds; the span lies within one of them.
+  // it to all of them. So may ours that started as close before it, or after it, as round trips
+  // vary: up to `before` of the older ones not yet counted, up to `after` later ones counted
+  // already. Each case gives bounds; the span lies within one of them.
   const older = entries.slice(0, -1);
+  const before = countIn(older, f.startedAtMs - f.tolMs, f.startedAtMs);
+  const after = countIn(log ?? [], f.startedAtMs, f.startedAtMs + f.tolMs);
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
   let read = false;
   for (let counted = 1; counted <= Math.min(newest[1], f.held); counted++) {
-    const b = boundsFrom(older, newest[0], f.held - counted, f, spanMs);
-    if (b === 'short') continue;
-    read = true;
-    if (b !== null) {
-      lo = Math.min(lo, b.lo);
-      hi = Math.max(hi, b.hi);
+    for (let shift = -after; shift <= before; shift++) {
+      const need = f.held - counted + shift;
+      if (need < 0) continue;
+      const b = boundsFrom(older, newest[0], need, f, spanMs);
+      if (b === 'short') continue;
+      read = true;
+      if (b !== null) {
+        lo = Math.min(lo, b.lo);
+        hi = Math.max(hi, b.hi);
+      }
     }
   }
   // A log that does not reach back to the oldest counted says nothing; one that does but fits no
   // span says the limiter is not a sliding log.
   return read ? { lo, hi } : null;
+}
+
+/** Our starts in (fromMs, toMs]. */
+function countIn(log: readonly SentEntry[], fromMs: number, toMs: number): number {
+  let n = 0;
+  for (const [at, count] of log) if (at > fromMs && at <= toMs) n += count;
+  return n;
 }
 
 /** Bounds when `need` of the older entries were counted besides the figure's group (at `groupAt`). */

@@ -89,8 +89,8 @@ export interface BucketEstimate {
   others?: number;
 }
 
-/** Starts of our requests: when, and how many at once. */
-export type SentEntry = readonly [at: number, count: number];
+/** Starts of our requests: when (the latest of them), how many, and the first of them when joined. */
+export type SentEntry = readonly [at: number, count: number, first?: number];
 
 export interface BudgetState {
   /** Grants made so far by every caller, and per endpoint. */
@@ -112,8 +112,9 @@ export interface BudgetState {
   heard: boolean;
   /** How long a request takes from its start to its response, recently at most. */
   latencyMs: number;
-  /** The same, recently at least: how much round trips vary is the difference. */
+  /** The longest and shortest round trips over a longer memory: how much they vary is the difference. */
   latencyLowMs?: number;
+  latencyHighMs?: number;
   /** 429s received by every caller. */
   limited: number;
   /** Grants that took nothing from any bucket (refused, or given up before sending), and per endpoint. */

@@ -49,6 +49,8 @@ export interface HarnessOptions {
   /** One runs-list page per this many detail fetches (a first sync lists 100 runs a page). */
   listEvery?: number;
   latencyMs?: number;
+  /** Each way of a request takes up to this much longer, at random (seeded): round trips vary. */
+  jitterMs?: number;
   reserve?: number;
   ceiling?: number | null;
   /** Told of every request the limiter decided, to trace a case. */
@@ -87,6 +89,14 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
     () => new SharedRateBudget({ store, clock, reserve: o.reserve ?? 0.05, ceilingPerSecond: o.ceiling ?? null }),
   );
   const latency = o.latencyMs ?? 20;
+  const jitter = o.jitterMs ?? 0;
+  let seed = 19;
+  // A small seeded generator (a linear congruential one) keeps every run of a case the same.
+  const random = () => {
+    seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+    return seed / 2_147_483_648;
+  };
+  const way = () => latency / 2 + (jitter > 0 ? random() * jitter : 0);
   const end = T0 + o.seconds * 1000;
   let requests = 0;
   let ok = 0;
@@ -100,12 +110,12 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
       const grant = await budget.acquire(endpoint);
       if (clock.now() >= end) return;
       if (grant.probe) void one(budget, 'runs.list');
-      await clock.sleep(latency / 2);
+      await clock.sleep(way());
       const d = limiter.check('k', 'org', endpoint, clock.now());
       requests++;
       if (d)
         o.onRequest?.({ at: clock.now() - T0, endpoint, allowed: d.allowed, remaining: d.remaining, reset: d.reset });
-      await clock.sleep(latency / 2);
+      await clock.sleep(way());
       const headers: HeaderMap =
         d && (endpoint === 'runs.list' || !d.allowed)
           ? {

@@ -85,6 +85,30 @@ describe('a sliding log', () => {
     },
   );
 
+  it.each(RATES_BY_WORKERS.filter(([rate]) => (rate ?? 0) >= 20))(
+    'learns %i/s from %i worker(s) when round trips vary, and uses it',
+    async (rate, workers) => {
+      // Each way takes 10 to 20 ms: requests are counted out of the order they started in, and
+      // figures disagree by as much unless that is allowed for.
+      let lateRefusals = 0;
+      const r = await runHarness({
+        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
+        seconds: SECONDS,
+        reserve: 0,
+        workers,
+        jitterMs: 10,
+        onRequest: (e) => {
+          if (!e.allowed && e.at > 10_000) lateRefusals++;
+        },
+      });
+      expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
+      expect((await r.budget.snapshot()).buckets[0]?.guess).toBe('sliding');
+      expect(r.lateRate / rate).toBeGreaterThan(0.9);
+      expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.01));
+      expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
+    },
+  );
+
   it('paces a minute-long log to its limit a minute', async () => {
     const r = await runHarness({
       limits: { model: 'sliding', perKey: { limit: 300, windowSeconds: 60 } },
