@@ -189,7 +189,7 @@ export function learnBucket(
   const notWindow = b.notWindow === true || (prev !== undefined && movedEarly(prev, sample));
   const seen = started && { ...started, startedAtMs: started.atMs, held: b.limit - sample.remaining };
   const bounds = seen ? spanBounds(b.sent, { ...seen, resetAtMs: sample.resetAtMs }, logSpanMs(b, b.rate)) : null;
-  const fit = bounds === null ? b.fit : fitSpan(b.fit, bounds);
+  const fit = bounds === null ? b.fit : fitSpan(b.fit, bounds, obs.atMs);
   const resetSpanMs = Math.max(b.resetSpanMs ?? 1000, wholeSecondsTo(sample) ?? 0);
   const span = fittedSpan(fit);
   // A sliding log kept busy in bursts looks like a window between its Resets: once Reset has been

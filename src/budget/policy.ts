@@ -399,10 +399,11 @@ export function learn(
   let b = learnBucket(kept, fig, at, refused, surprised, started);
   const span = fittedSpan(b.fit) ?? logSpanMs(b, b.rate);
   if (span !== null && grant?.at !== undefined && b.last !== null && b.last !== b0.last) {
-    // Ours are counted within the span less others' share last seen, from a little after the
-    // figure's request started: counting fewer of ours counts others high, the safe side.
-    const within = (span * (b.limit - Math.min(b.others ?? 0, b.limit - 1))) / b.limit;
-    const ours = oursInFigure(b.sent, grant.at + slackMs(s), grant.at, within);
+    // Ours are counted within the span back from the figure's own start: ours near the span's far
+    // end may have been counted or have left, either way as round trips vary. Counting them short
+    // on purpose (to count others high) feeds on itself: others read high hold ours back, which
+    // shortens what is counted of ours again, and a log alone is then paced well below its rate.
+    const ours = oursInFigure(b.sent, grant.at, grant.at, span);
     b = { ...b, others: Math.max(0, b.limit - b.last.remaining - ours) };
   }
   const next = limited ? unsent(s, endpoint, grant) : s;

@@ -110,9 +110,10 @@ export function logDrop(log: readonly SentEntry[] | undefined, atMs: number): Se
   const out = [...(log ?? [])];
   for (let i = out.length - 1; i >= 0; i--) {
     const e = out[i] as SentEntry;
-    if (e[0] > atMs) continue;
+    // A joined entry holds every start from its first to its latest.
+    if ((e[2] ?? e[0]) > atMs) continue;
     if (e[0] < atMs - 5) break;
-    if (e[1] > 1) out[i] = [e[0], e[1] - 1];
+    if (e[1] > 1) out[i] = e[2] === undefined ? [e[0], e[1] - 1] : [e[0], e[1] - 1, e[2]];
     else out.splice(i, 1);
     break;
   }
@@ -167,7 +168,15 @@ export interface SpanFit {
   /** Figures that agreed since the last disagreement, and disagreements in all. */
   figures: number;
   misfits: number;
+  /** When the latest figure counted in `figures` was made. */
+  at?: number;
 }
+
+/**
+ * Figures this close together count as one towards agreeing: a volley of refusals answered at
+ * once (each the log full) agrees with any span, and says no more than the first of them.
+ */
+const SAME_FIGURE_MS = 100;
 
 export interface FigureSeen {
   /** When the request the figure answered started. */
@@ -261,15 +270,22 @@ function boundsFrom(
   return lo > hi ? null : { lo, hi };
 }
 
-export function fitSpan(fit: SpanFit | undefined, b: { lo: number; hi: number }): SpanFit {
-  if (fit === undefined) return { lo: b.lo, hi: b.hi, figures: 1, misfits: 0 };
+export function fitSpan(fit: SpanFit | undefined, b: { lo: number; hi: number }, atMs: number): SpanFit {
+  if (fit === undefined) return { lo: b.lo, hi: b.hi, figures: 1, misfits: 0, at: atMs };
   const lo = Math.max(fit.lo, b.lo);
   const hi = Math.min(fit.hi, b.hi);
-  if (lo > hi) return { lo: b.lo, hi: b.hi, figures: 1, misfits: fit.misfits + 1 };
-  return { lo, hi, figures: fit.figures + 1, misfits: fit.misfits };
+  if (lo > hi) return { lo: b.lo, hi: b.hi, figures: 1, misfits: fit.misfits + 1, at: atMs };
+  if (fit.at !== undefined && atMs - fit.at < SAME_FIGURE_MS) return { ...fit, lo, hi };
+  return { lo, hi, figures: fit.figures + 1, misfits: fit.misfits, at: atMs };
 }
 
-/** A span agreed on by enough figures, and bounded above. */
+/**
+ * A span agreed on by enough figures, and bounded above: the whole number of seconds the bounds
+ * hold, if they hold one, else their upper end. Limits are quoted a second, a minute or an hour,
+ * and the upper bound is as loose as round trips vary, which paces a log that much below its rate.
+ */
 export function fittedSpan(fit: SpanFit | undefined): number | null {
-  return fit !== undefined && fit.figures >= FIT_FIGURES && Number.isFinite(fit.hi) ? fit.hi : null;
+  if (fit === undefined || fit.figures < FIT_FIGURES || !Number.isFinite(fit.hi)) return null;
+  const whole = Math.max(1000, Math.ceil(fit.lo / 1000) * 1000);
+  return Math.min(whole, fit.hi);
 }

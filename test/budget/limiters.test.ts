@@ -101,9 +101,11 @@ describe('a sliding log', () => {
           if (!e.allowed && e.at > 10_000) lateRefusals++;
         },
       });
-      expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
+      // Its span is the whole second the figures' bounds hold, not their upper end, which lies as
+      // far above it as round trips vary.
+      expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.01);
       expect((await r.budget.snapshot()).buckets[0]?.guess).toBe('sliding');
-      expect(r.lateRate / rate).toBeGreaterThan(0.9);
+      expect(r.lateRate / rate).toBeGreaterThan(0.95);
       expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.01));
       expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
     },
