@@ -100,7 +100,7 @@ function loadDetails(
     load: (part, last, memoryLimit) =>
       deps.gate.use(
         (wh) => loadRunDetails(wh, part, { fetchedAt, bookkeeping: last ? bookkeeping : none }),
-        memoryLimit ? { memoryLimit } : {},
+        memoryLimit ? { memoryLimit, keepLog: true } : { keepLog: true },
       ),
     refuse: async (detail, e, last) => {
       const id = stringMember(detail, 'id');

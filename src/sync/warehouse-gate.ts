@@ -42,9 +42,10 @@ export class WarehouseGate {
 
   /**
    * Opens the warehouse, runs `fn`, closes it; after every earlier unit of this gate. `memoryLimit`
-   * raises DuckDB's for this unit only (a payload too large for the usual limit).
+   * raises DuckDB's for this unit only (a payload too large for the usual limit); `keepLog` leaves
+   * a small write-ahead log to the units after it (a batch of a pass, which ends with others).
    */
-  use<T>(fn: (wh: Warehouse) => Promise<T>, unit: { memoryLimit?: string } = {}): Promise<T> {
+  use<T>(fn: (wh: Warehouse) => Promise<T>, unit: { memoryLimit?: string; keepLog?: boolean } = {}): Promise<T> {
     const run = async (): Promise<T> => {
       const t0 = performance.now();
       const wh = await openWarehouse(this.options.dir, {
@@ -59,7 +60,7 @@ export class WarehouseGate {
         t2 = performance.now();
         return out;
       } finally {
-        await wh.close();
+        await wh.close({ keepLog: unit.keepLog ?? false });
         const ms = (a: number, b: number) => Math.round(b - a);
         this.options.logger.debug(
           { openMs: ms(t0, t1), workMs: ms(t1, t2), closeMs: ms(t2, performance.now()) },

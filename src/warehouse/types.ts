@@ -99,7 +99,11 @@ export interface Warehouse extends SqlRunner {
   serial<T>(fn: () => Promise<T>): Promise<T>;
   /** serial(), inside BEGIN … COMMIT; ROLLBACK when `fn` throws. */
   transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
-  close(): Promise<void>;
+  /**
+   * Checkpoints and closes. `keepLog`: a write-ahead log of less than KEEP_LOG_MAX is left for the
+   * next opener to take up instead (its unit is followed by others that checkpoint).
+   */
+  close(options?: { keepLog?: boolean }): Promise<void>;
 }
 
 export const DB_FILE = 'runsync.duckdb';
