@@ -3,16 +3,7 @@ export { readRateHeaders, resetToMs, retryAfterMs } from './headers.ts';
 export { measure } from './measure.ts';
 export { MemoryBudgetStore } from './memory-store.ts';
 export type { Slot, Wait } from './policy.ts';
-export {
-  bucketViews,
-  initialBudgetState,
-  learn,
-  pacedRate,
-  pauseUntil,
-  reserveCount,
-  room,
-  takeSlot,
-} from './policy.ts';
+export { initialBudgetState, learn, pacedRate, pauseUntil, reserveCount, room, takeSlot } from './policy.ts';
 export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './rate.ts';
 export type {
   BucketEstimate,
@@ -31,3 +22,4 @@ export type {
   Sample,
 } from './types.ts';
 export { budgetUse } from './use.ts';
+export { bucketViews } from './views.ts';

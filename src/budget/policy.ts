@@ -1,4 +1,5 @@
 import { bucketKey, learnBucket, newBucket, placeFigure } from './learn.ts';
+import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
   logDrop,
@@ -11,7 +12,7 @@ import {
   slackMs,
   startedAlongside,
 } from './sent-log.ts';
-import type { BucketEstimate, BucketView, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
+import type { BucketEstimate, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
 
 // The budget's decisions as pure functions of the stored state, so any store can apply them
 // atomically (in memory, or in Redis by a transaction that re-runs them on conflict).
@@ -37,11 +38,10 @@ const BOUND_FIGURES = 3;
 const REORDER_FIGURES = 6;
 const REORDER_MS = 1_000;
 /**
- * Requests are not started closer to a window's end than they take to come back (at least the
- * first, at most the second), in case they arrive after it: a busy process may send late.
+ * Requests are not started closer to a window's end than they take to come back (at least this,
+ * at most round-trips.ts's cap), in case they arrive after it: a busy process may send late.
  */
 const MIN_GUARD_MS = 100;
-const MAX_GUARD_MS = 1_000;
 /** How long requests wait for a first figure before going ahead without one. */
 const FIRST_FIGURE_WAIT_MS = 2_000;
 
@@ -435,35 +435,11 @@ export function learn(
   };
 }
 
-/**
- * How much of the longest and shortest round trips lately each new one leaves standing, for how
- * much round trips vary: one round trip in a hundred taking the extreme keeps it about in view.
- */
-const SPREAD_KEEP = 0.99;
-
-/** Notes a round trip: its longest and shortest lately. */
-export function tookMs(s: BudgetState, took: number): BudgetState {
-  if (!(took >= 0)) return s;
-  const low =
-    s.latencyLowMs === undefined
-      ? took
-      : Math.max(0, Math.min(took, s.latencyLowMs * SPREAD_KEEP + took * (1 - SPREAD_KEEP)));
-  const high =
-    s.latencyHighMs === undefined ? took : Math.max(took, s.latencyHighMs * SPREAD_KEEP + took * (1 - SPREAD_KEEP));
-  return { ...s, latencyMs: nextLatency(s.latencyMs, took), latencyLowMs: low, latencyHighMs: high };
-}
-
 /** A start planned for `plannedMs` that was late: it happened at `atMs`. */
 export function startedLate(s: BudgetState, endpoint: string, plannedMs: number, atMs: number): BudgetState {
   const buckets = { ...s.buckets };
   for (const [key, b] of drawnOn(s, endpoint, atMs)) buckets[key] = { ...b, sent: logLate(b.sent, plannedMs, atMs) };
   return { ...s, buckets };
-}
-
-/** Follows a rise at once and a fall slowly: the guard before a window's end must cover most requests. */
-export function nextLatency(old: number, sample: number): number {
-  if (!(sample >= 0)) return old;
-  return Math.min(MAX_GUARD_MS, Math.max(sample, old * 0.95 + sample * 0.05));
 }
 
 /** Holds the callers of `endpoint`'s refusing bucket, or every caller, until `untilMs`. */
@@ -474,25 +450,6 @@ export function pauseUntil(s: BudgetState, untilMs: number, endpoint?: string): 
     return { ...s, buckets: { ...s.buckets, [key]: { ...b, pausedUntilMs: Math.max(b.pausedUntilMs, untilMs) } } };
   }
   return untilMs > s.pausedUntilMs ? { ...s, pausedUntilMs: untilMs } : s;
-}
-
-/** What the budget has learned, for status and /metrics. */
-export function bucketViews(s: BudgetState): BucketView[] {
-  return Object.values(s.buckets).map((b) => ({
-    scope: b.endpoint ?? 'key',
-    limit: b.limit,
-    guess: b.guess,
-    ratePerSecond: b.rate,
-    measured: b.measured,
-    windowSeconds: b.guess === 'window' && b.windowMs !== null ? b.windowMs / 1000 : null,
-  }));
-}
-
-/** The key's bucket size as last reported. */
-export function keyLimit(s: BudgetState): number | null {
-  const shared = Object.values(s.buckets).filter((b) => b.endpoint === null);
-  if (shared.length === 0) return null;
-  return shared.reduce((a, b) => (b.seenAt > a.seenAt ? b : a)).limit;
 }
 
 export { bucketKey };

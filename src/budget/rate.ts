@@ -3,19 +3,11 @@ import { silentLogger } from '../util/logger.ts';
 import { systemClock } from './clock.ts';
 import { readRateHeaders } from './headers.ts';
 import { MemoryBudgetStore } from './memory-store.ts';
-import {
-  bucketViews,
-  keyLimit,
-  learn,
-  pacedRate,
-  pauseUntil,
-  startedLate,
-  takeSlot,
-  tookMs,
-  unsent,
-} from './policy.ts';
+import { learn, pacedRate, pauseUntil, startedLate, takeSlot, unsent } from './policy.ts';
+import { tookMs } from './round-trips.ts';
 import { ON_TIME_MS } from './sent-log.ts';
 import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
+import { bucketViews, keyLimit } from './views.ts';
 
 export interface RateBudgetOptions {
   /** Where the state lives; default: this process's memory. */
