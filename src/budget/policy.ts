@@ -1,4 +1,5 @@
 import { bucketKey, learnBucket, newBucket, placeFigure } from './learn.ts';
+import { neighbourRate, readNeighbour } from './neighbour.ts';
 import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
@@ -44,6 +45,11 @@ const REORDER_MS = 1_000;
 const MIN_GUARD_MS = 100;
 /** How long requests wait for a first figure before going ahead without one. */
 const FIRST_FIGURE_WAIT_MS = 2_000;
+
+/** How close to a window's end requests are not started (see MIN_GUARD_MS). */
+function guardMs(s: BudgetState): number {
+  return Math.max(MIN_GUARD_MS, s.latencyMs);
+}
 
 export function initialBudgetState(): BudgetState {
   return {
@@ -131,8 +137,9 @@ function figureAt(b: BucketEstimate, atMs: number) {
 /** The window a limiter would run if it ran one: learned from Reset's steps, else limit ÷ rate. */
 function windowOf(b: BucketEstimate): number | null {
   // Reset's steps teach a window only once the figures say the limiter runs windows: a sliding
-  // log's or a bucket's Reset steps as far apart as the figures lie.
-  if (b.windowMs !== null && b.guess === 'window') return b.windowMs;
+  // log's or a bucket's Reset steps as far apart as the figures lie. Others' use read through
+  // windows says so too: the rate is then the window's less theirs, and no longer gives its length.
+  if (b.windowMs !== null && (b.guess === 'window' || windowNeighbour(b) !== null)) return b.windowMs;
   return b.rate === null || b.rate <= 0 ? null : Math.max(1000, (b.limit * 1000) / b.rate);
 }
 
@@ -143,7 +150,52 @@ function rolled(b: BucketEstimate, atMs: number, seq: number, unsent: number): B
   const w = windowOf(b);
   if (w === null) return b.next === null ? b : { ...b, next: null };
   const start = base.resetAtMs + Math.floor((atMs - base.resetAtMs) / w) * w;
-  return { ...b, next: { at: start, remaining: b.limit, resetAtMs: start + w, seq, unsent } };
+  const next = { at: start, remaining: b.limit, resetAtMs: start + w, seq, unsent };
+  // Where the window began among our turns outlasts the projection: its figures count ours from it.
+  return { ...b, next, ...(b.next?.at === start ? {} : { edge: next }) };
+}
+
+/**
+ * Others' requests per second through a fixed window, when the figures read as one with others
+ * drawing on it (see neighbour.ts); null otherwise.
+ */
+function windowNeighbour(b: BucketEstimate): number | null {
+  return b.readRate === undefined ? null : neighbourOf(b);
+}
+
+/** Others' use through a window as the figures read it, before it is checked against the rate. */
+function neighbourOf(b: BucketEstimate): number | null {
+  if (b.windowMs === null || b.notWindow === true || (b.guess !== 'window' && b.guess !== 'unknown')) return null;
+  const n = neighbourRate(b.neighbour);
+  // Others taking half a window or more is no neighbour's share but a limiter read wrongly.
+  return n === null || n >= (NEIGHBOUR_MAX * b.limit * 1000) / b.windowMs ? null : n;
+}
+
+/** Others' use read as a fixed window's neighbour is believed up to this share of the window. */
+const NEIGHBOUR_MAX = 0.5;
+
+/** How far above the rate the figures read a window's, less others' use of it, may lie and be believed. */
+const AGREE = 1.1;
+
+/** Our requests per second through a window others draw on too; 0 when nobody else is seen. */
+function windowShare(b: BucketEstimate): number {
+  const n = windowNeighbour(b);
+  return n === null || !(n > 0) ? 0 : (b.limit * 1000) / (b.windowMs as number) - n;
+}
+
+/**
+ * Ours counted in the newest figure's window, by our turns since the window began, when the turn
+ * it began at is known; else null (the log then tells, less closely).
+ */
+function oursInWindow(s: BudgetState, b: BucketEstimate): number | null {
+  const fig = b.last;
+  const edge = b.edge;
+  if (fig === null || edge === undefined || b.windowMs === null || fig.resetAtMs === null) return null;
+  if (edge.at !== fig.resetAtMs - b.windowMs || fig.seq < edge.seq) return null;
+  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
+  let back = 0;
+  for (const u of given ?? []) if (u > edge.seq && u <= fig.seq) back++;
+  return fig.seq - edge.seq - back;
 }
 
 function sentSince(s: BudgetState, b: BucketEstimate, fig: Sample): number {
@@ -165,13 +217,22 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
   if (!projected) {
     if (fig === null || fig.resetAtMs === null || atMs >= fig.resetAtMs) return Number.NEGATIVE_INFINITY;
   } else if (fig === null || b.guess === 'bucket') return Number.POSITIVE_INFINITY;
-  let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig);
+  // Others drawing on the window take their share through it: what they will take by its end is
+  // kept for them, and ours go out through the window at our share, not all at its start, where
+  // they would take theirs and leave ours refused when theirs had come first.
+  const n = windowNeighbour(b) ?? 0;
+  const share = windowShare(b);
+  const theirs = (fig: Sample) =>
+    fig.resetAtMs === null
+      ? 0
+      : (n * Math.max(0, fig.resetAtMs - fig.at) + share * Math.max(0, fig.resetAtMs - guardMs(s) - atMs)) / 1000;
+  let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig) - theirs(fig);
   if (fig !== b.last) return room;
   // Responses overtake each other: a figure may not yet count requests granted before its own that
   // were still on their way, so the figures just before it bound the room too.
   for (const f of b.samples.slice(-REORDER_FIGURES)) {
     if (f.at >= fig.at - REORDER_MS && (f.resetAtMs === null || atMs < f.resetAtMs)) {
-      room = Math.min(room, f.remaining - sentSince(s, b, f) - uncounted(b, f));
+      room = Math.min(room, f.remaining - sentSince(s, b, f) - uncounted(b, f) - theirs(f));
     }
   }
   return room;
@@ -244,10 +305,15 @@ function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetP
     return b.guess === 'bucket' ? refilledAt(b, at, keep, policy) : at;
   }
   const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
-  if (windowRoom(s, b, atMs) - keep < 1) {
+  const short = 1 + keep - windowRoom(s, b, atMs);
+  const share = windowShare(b);
+  if (short > 0 && share > 0 && reset !== null && atMs + (short * 1000) / share < reset) {
+    // Paced through a window others draw on: room comes as our share of it goes by.
+    at = atMs + (short * 1000) / share;
+  } else if (short > 0) {
     // Nothing says when room comes back: try again a second on, when the next figure will tell.
     at = Math.max(at, reset !== null && reset > atMs ? reset : atMs + 1000);
-  } else if (reset !== null && at < reset && at >= reset - Math.max(MIN_GUARD_MS, s.latencyMs)) {
+  } else if (reset !== null && at < reset && at >= reset - guardMs(s)) {
     // Started this close to the window's end, a request may be counted in the next window: it
     // waits for that window and is counted there.
     at = reset;
@@ -395,7 +461,9 @@ export function learn(
   const fig = limited ? { ...obs, remaining: 0 } : obs;
   const started = grant?.at !== undefined ? { atMs: grant.at, tolMs: slackMs(s), latencyMs: s.latencyMs } : null;
   // A refused request was never counted: its start leaves our log before the figure is read.
-  const kept = limited && grant?.at !== undefined ? { ...b0, sent: logDrop(b0.sent, grant.at) } : b0;
+  const dropped = limited && grant?.at !== undefined ? { ...b0, sent: logDrop(b0.sent, grant.at) } : b0;
+  // The figures go on being read at their own rate, whatever others' use of a window took off it.
+  const kept = dropped.readRate === undefined ? dropped : { ...dropped, rate: dropped.readRate };
   let b = learnBucket(kept, fig, at, refused, surprised, started);
   const span = fittedSpan(b.fit) ?? logSpanMs(b, b.rate);
   if (span !== null && grant?.at !== undefined && b.last !== null && b.last !== b0.last) {
@@ -407,6 +475,21 @@ export function learn(
     b = { ...b, others: Math.max(0, b.limit - b.last.remaining - ours) };
   }
   const next = limited ? unsent(s, endpoint, grant) : s;
+  // A refusal says the window held its limit: what ours counted in it leave is others'.
+  if (grant?.at !== undefined && b.windowMs !== null && b.last !== null && b.last !== b0.last) {
+    b = {
+      ...b,
+      neighbour: readNeighbour(b, b.windowMs, grant.at, (grant.at + obs.atMs) / 2, oursInWindow(next, b)),
+    };
+  }
+  // Others' use only takes from what the figures read: a window's less theirs above that is a
+  // limiter read as a window that is none (a log whose Reset stepped by a second).
+  const n = neighbourOf(b);
+  const left = n === null ? null : (b.limit * 1000) / (b.windowMs as number) - n;
+  b =
+    left === null || b.rate === null || left > b.rate * AGREE
+      ? { ...b, readRate: undefined }
+      : { ...b, readRate: b.rate, rate: left };
   if (b.last !== null && b.last !== b0.last && b.rate !== null) {
     // The newest figure says what the bucket holds; the turns granted after its request draw on
     // that, and on what comes back until the latest of them starts: turns already handed out reach

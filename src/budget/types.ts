@@ -1,3 +1,4 @@
+import type { NeighbourUse } from './neighbour.ts';
 import type { SpanFit } from './sent-log.ts';
 
 // The rate budget every request of a process (and, with a shared store, of every process using the
@@ -87,6 +88,12 @@ export interface BucketEstimate {
   resetSpanMs?: number;
   /** Others' requests the bucket held at the newest figure, beyond ours. */
   others?: number;
+  /** The window last projected, kept past its figures: where it began among our turns. */
+  edge?: Sample;
+  /** The rate as the figures read it, while `rate` is a window's less others' use of it. */
+  readRate?: number | null;
+  /** Others' use of a fixed window, read through it (see neighbour.ts). */
+  neighbour?: NeighbourUse;
 }
 
 /** Starts of our requests: when (the latest of them), how many, and the first of them when joined. */

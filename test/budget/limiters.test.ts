@@ -177,3 +177,40 @@ describe('an organization bucket another consumer also draws from', () => {
     expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
   });
 });
+
+describe('a fixed-window organization bucket another consumer also draws from', () => {
+  // The neighbour takes a fifth of the organization's rate, evenly through each window. Spending a
+  // window at its start leaves the neighbour nothing of it, so the whole window reads as ours, and
+  // the neighbour's requests early in the next window leave ours refused at its end. Its use shows
+  // only in figures within a window, a few a window: a 10 s window is given nine windows to learn
+  // it in. The default reserve is kept; 429s count from the fifth second on.
+  const cases = [1, 10].flatMap((windowSeconds) =>
+    [20, 50].flatMap((rate) => [1, 3].map((workers) => [windowSeconds, rate, workers] as const)),
+  );
+  it.each(cases)(
+    '%is windows at %i/s from %i worker(s): learns what is left to us and keeps to it',
+    async (windowSeconds, rate, workers) => {
+      const left = rate * 0.8;
+      let lateRefusals = 0;
+      let late = 0;
+      const r = await runHarness({
+        limits: {
+          model: 'fixed',
+          perKey: null,
+          perOrg: { limit: rate * windowSeconds, windowSeconds },
+          neighbourPerSecond: rate * 0.2,
+        },
+        seconds: Math.max(SECONDS, 9 * windowSeconds),
+        workers,
+        onRequest: (e) => {
+          if (e.at < 5_000) return;
+          late++;
+          if (!e.allowed) lateRefusals++;
+        },
+      });
+      expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+      expect(r.lateRate / left).toBeGreaterThan(0.85);
+      expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(late * 0.005));
+    },
+  );
+});

@@ -1,0 +1,107 @@
+import type { BucketEstimate, SentEntry } from './types.ts';
+
+// Others drawing on a fixed window (another consumer of the organization) lower Remaining through
+// the window, not at its start. Spending a window at its start takes their share from them, and
+// their requests then show up as 429s of ours, or not at all; either way what is left to us reads
+// as the whole window. So their use is read from each figure against our own starts: the window
+// held the limit less Remaining, of which ours are those started since the window began. How fast
+// theirs grows through the window is reserved for them, and the rate left to us is the window's
+// less theirs.
+
+/** What is known of others' use of a window: past windows' (fading), and the current one's. */
+export interface NeighbourUse {
+  /** Others' requests and the window time they came in, over past windows. */
+  count: number;
+  ms: number;
+  /** The current window (its end) and others' requests in it by the latest figure. */
+  end: number;
+  curCount: number;
+  curMs: number;
+  /**
+   * Figures read, and figures no fixed window could have given: ours counted beyond what the
+   * window held, or others' taking half of it.
+   */
+  figures?: number;
+  misfits?: number;
+  /** The window length read by; another starts the reading afresh. */
+  windowMs?: number;
+}
+
+/** How much of past windows' reading each new window leaves standing: a few windows' memory. */
+const FADE = 0.8;
+/** Window time a reading must cover before it is used: a figure early in a window says little. */
+const MIN_MS = 200;
+
+/**
+ * Our starts in [fromMs, toMs]: counted in the window that began at `fromMs`. A joined entry's
+ * starts are taken as spread evenly from its first to its latest: a volley at a window's start is
+ * joined, and counting it whole on either side would read dozens of ours as others'.
+ */
+function oursBetween(log: readonly SentEntry[] | undefined, fromMs: number, toMs: number): number {
+  let n = 0;
+  for (const [at, count, first = at] of log ?? []) {
+    if (at < fromMs || first > toMs) continue;
+    if (at === first) n += count;
+    else n += (count * (Math.min(at, toMs) - Math.max(first, fromMs))) / (at - first);
+  }
+  return n;
+}
+
+/**
+ * Others' use as a figure of a fixed window of `windowMs` shows it: the figure answered our
+ * request started at `startedAtMs` and counted about half a round trip later; `ours` of ours
+ * were counted in the window by then, when our turns tell.
+ */
+export function readNeighbour(
+  b: BucketEstimate,
+  windowMs: number,
+  startedAtMs: number,
+  countedAtMs: number,
+  ours: number | null,
+): NeighbourUse | undefined {
+  const fig = b.last;
+  if (fig === null || fig.resetAtMs === null) return b.neighbour;
+  const begun = fig.resetAtMs - windowMs;
+  if (countedAtMs < begun || startedAtMs < begun) return b.neighbour;
+  const held = b.limit - fig.remaining - (ours ?? oursBetween(b.sent, begun, startedAtMs));
+  const u = b.neighbour?.windowMs === windowMs ? b.neighbour : undefined;
+  // A bucket refilling as it goes lets through more of ours since a Reset than it holds, or reads
+  // as others having taken half of it, when read as a window: such a reading is no neighbour's.
+  // Ours started alongside the figure's own are counted as in it; any that were not read others low.
+  if (held + (fig.alongside ?? 0) < -MISFIT_SLACK || held > b.limit / 2) {
+    const base = u ?? { count: 0, ms: 0, end: fig.resetAtMs, curCount: 0, curMs: 0, windowMs };
+    return { ...base, misfits: (u?.misfits ?? 0) + 1 };
+  }
+  const others = Math.max(0, held);
+  const ms = Math.min(windowMs, countedAtMs - begun);
+  if (u === undefined)
+    return { count: 0, ms: 0, end: fig.resetAtMs, curCount: others, curMs: ms, figures: 1, windowMs };
+  const figures = (u.figures ?? 0) + 1;
+  if (u.end === fig.resetAtMs) {
+    // The latest figure of a window covers the earlier ones; one counted earlier, overtaking, less.
+    return ms >= u.curMs ? { ...u, curCount: others, curMs: ms, figures } : { ...u, figures };
+  }
+  if (fig.resetAtMs < u.end) return u;
+  return {
+    ...u,
+    figures,
+    count: u.count * FADE + u.curCount,
+    ms: u.ms * FADE + u.curMs,
+    end: fig.resetAtMs,
+    curCount: others,
+    curMs: ms,
+  };
+}
+
+/** Figures that must fit a window before others' use is read from them: a bucket soon misfits. */
+const MIN_FIGURES = 3;
+
+/** Ours counted in a window may be off by this many (started alongside a figure's own). */
+const MISFIT_SLACK = 2;
+
+/** Others' requests per second through a window, or null while too little is known. */
+export function neighbourRate(u: NeighbourUse | undefined): number | null {
+  if (u === undefined || (u.misfits ?? 0) > 0 || (u.figures ?? 0) < MIN_FIGURES) return null;
+  const ms = u.ms + u.curMs;
+  return ms < MIN_MS ? null : ((u.count + u.curCount) * 1000) / ms;
+}
