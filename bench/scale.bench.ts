@@ -113,7 +113,7 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
     const copy = join(root, 'c');
     mkdirSync(copy);
     cpSync(join(dir, 'runsync.duckdb'), join(copy, 'runsync.duckdb'));
-    await cli(['compact'], copy);
+    const compacted = await cli(['compact'], copy);
     const live = bytesUnder(join(dir, 'runsync.duckdb'));
     const packed = bytesUnder(join(copy, 'runsync.duckdb'));
     add(
@@ -121,7 +121,8 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
       live / packed,
       '',
       '<= 1.2',
-      `${(live / 1e6).toFixed(0)} MB against ${(packed / 1e6).toFixed(0)} MB`,
+      `${(live / 1e6).toFixed(0)} MB against ${(packed / 1e6).toFixed(0)} MB, copied in ${(compacted.wallMs / 1000).toFixed(0)} s` +
+        (compacted.failure ? `; FAILED: ${compacted.failure}` : ''),
     );
     rmSync(copy, { recursive: true, force: true });
     add('Parquet bytes per run', Math.round(bytesUnder(join(dir, 'parquet')) / size), 'B');

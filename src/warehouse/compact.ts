@@ -3,6 +3,7 @@ import { open, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NO_ARCHIVE } from '../archive/sink.ts';
 import { openWarehouse } from './open.ts';
+import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from './out-of-memory.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 import { DB_FILE, type SqlRunner, type WarehouseOptions } from './types.ts';
 
@@ -128,16 +129,39 @@ export async function compactWarehouse(dir: string, options: CompactOptions = {}
     await wh.serial(async () => {
       await wh.run('CHECKPOINT');
       const [{ db } = { db: '' }] = await wh.all<{ db: string }>('SELECT current_database() AS db');
-      await wh.run(`ATTACH ${quoteLiteral(copy)} AS ${target}`);
+      // The copy builds the tables' key indexes whole, which at a million runs needs more than
+      // loading's share of the budget: the export's share first, then the whole budget, then room.
+      const usual = wh.memoryLimit;
       try {
-        await wh.run(`COPY FROM DATABASE ${quoteIdent(db)} TO ${target}`);
-        const [was, now] = [await contents(wh, db), await contents(wh, target)];
-        if (was.join('\n') !== now.join('\n')) {
-          const missing = was.filter((k) => !now.includes(k)).slice(0, 3);
-          throw new Error(`the compacted copy differs from the warehouse (${missing.join('; ')})`);
+        const whole = `${Math.floor(wh.budget.bytes / 1e6)}MB`;
+        for (const limit of [wh.budget.exportMemoryLimit, whole, OUTSIZED_MEMORY_LIMIT]) {
+          await wh.setMemoryLimit(limit);
+          await wh.run(`ATTACH ${quoteLiteral(copy)} AS ${target}`);
+          try {
+            await wh.run(`COPY FROM DATABASE ${quoteIdent(db)} TO ${target}`);
+          } catch (e) {
+            if (!isOutOfMemory(e) || limit === OUTSIZED_MEMORY_LIMIT) throw e;
+            options.logger?.warn(
+              { file, error: (e as Error).message, memoryLimit: limit },
+              'compaction did not fit within this memory limit; copying again with more',
+            );
+            await wh.run(`DETACH ${target}`);
+            await removeCompactLeftovers(dir);
+            continue;
+          }
+          try {
+            const [was, now] = [await contents(wh, db), await contents(wh, target)];
+            if (was.join('\n') !== now.join('\n')) {
+              const missing = was.filter((k) => !now.includes(k)).slice(0, 3);
+              throw new Error(`the compacted copy differs from the warehouse (${missing.join('; ')})`);
+            }
+          } finally {
+            await wh.run(`DETACH ${target}`);
+          }
+          break;
         }
       } finally {
-        await wh.run(`DETACH ${target}`);
+        await wh.setMemoryLimit(usual);
       }
     });
   } catch (e) {
