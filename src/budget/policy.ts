@@ -174,8 +174,12 @@ function neighbourOf(b: BucketEstimate): number | null {
 /** Others' use read as a fixed window's neighbour is believed up to this share of the window. */
 const NEIGHBOUR_MAX = 0.5;
 
-/** How far above the rate the figures read a window's, less others' use of it, may lie and be believed. */
-const AGREE = 1.1;
+/**
+ * How far above the rate the figures read a window's, less others' use of it, may lie and be
+ * believed: spent at a window's start, a shared window measures well below what is left to us when
+ * round trips vary, while a log misread as one-second windows lies many times above its rate.
+ */
+const AGREE = 1.5;
 
 /** Our requests per second through a window others draw on too; 0 when nobody else is seen. */
 function windowShare(b: BucketEstimate): number {
