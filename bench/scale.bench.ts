@@ -110,19 +110,21 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
     rss('export --full', exported);
     add('duckdb bytes per run', Math.round(bytesUnder(join(dir, 'runsync.duckdb')) / size), 'B');
     // The same rows loaded afresh: the file copied into a new one (what `runsync compact` does).
+    // runsync.duckdb after the passes against the one in `other`.
+    const fileRatio = (metric: string, other: string, goal: string, note: string) => {
+      const live = bytesUnder(join(dir, 'runsync.duckdb'));
+      const that = bytesUnder(join(other, 'runsync.duckdb'));
+      add(metric, live / that, '', goal, `${(live / 1e6).toFixed(0)} MB against ${(that / 1e6).toFixed(0)} MB${note}`);
+    };
     const copy = join(root, 'c');
     mkdirSync(copy);
     cpSync(join(dir, 'runsync.duckdb'), join(copy, 'runsync.duckdb'));
     const compacted = await cli(['compact'], copy);
-    const live = bytesUnder(join(dir, 'runsync.duckdb'));
-    const packed = bytesUnder(join(copy, 'runsync.duckdb'));
-    add(
+    fileRatio(
       'duckdb after passes / a fresh copy of its rows',
-      live / packed,
-      '',
+      copy,
       '<= 1.2',
-      `${(live / 1e6).toFixed(0)} MB against ${(packed / 1e6).toFixed(0)} MB, copied in ${(compacted.wallMs / 1000).toFixed(0)} s` +
-        (compacted.failure ? `; FAILED: ${compacted.failure}` : ''),
+      `, copied in ${(compacted.wallMs / 1000).toFixed(0)} s${compacted.failure ? `; FAILED: ${compacted.failure}` : ''}`,
     );
     rmSync(copy, { recursive: true, force: true });
     add('Parquet bytes per run', Math.round(bytesUnder(join(dir, 'parquet')) / size), 'B');
@@ -141,15 +143,7 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
       const rebuild = await cli(['rebuild'], rebuilt);
       rss('rebuild', rebuild);
       add('rebuild runs/s', Math.round(size / (rebuild.wallMs / 1000)), 'runs/s', '>= 1700', 'tables and Parquet');
-      const updated = bytesUnder(join(dir, 'runsync.duckdb'));
-      const fresh = bytesUnder(join(rebuilt, 'runsync.duckdb'));
-      add(
-        "duckdb after passes / rebuild's file",
-        updated / fresh,
-        '',
-        '',
-        `${(updated / 1e6).toFixed(0)} MB against ${(fresh / 1e6).toFixed(0)} MB (the rebuild has no catalog, audit or sums)`,
-      );
+      fileRatio("duckdb after passes / rebuild's file", rebuilt, '', ' (the rebuild has no catalog, audit or sums)');
       rmSync(rebuilt, { recursive: true, force: true });
     }
 
