@@ -130,11 +130,11 @@ export async function compactWarehouse(dir: string, options: CompactOptions = {}
       await wh.run('CHECKPOINT');
       const [{ db } = { db: '' }] = await wh.all<{ db: string }>('SELECT current_database() AS db');
       // The copy builds the tables' key indexes whole, which at a million runs needs more than
-      // loading's share of the budget: the export's share first, then the whole budget, then room.
+      // loading's share of the budget: then the export's share, the whole budget, and room.
       const usual = wh.memoryLimit;
       try {
         const whole = `${Math.floor(wh.budget.bytes / 1e6)}MB`;
-        for (const limit of [wh.budget.exportMemoryLimit, whole, OUTSIZED_MEMORY_LIMIT]) {
+        for (const limit of [usual, wh.budget.exportMemoryLimit, whole, OUTSIZED_MEMORY_LIMIT]) {
           await wh.setMemoryLimit(limit);
           await wh.run(`ATTACH ${quoteLiteral(copy)} AS ${target}`);
           try {
