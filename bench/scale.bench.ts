@@ -109,13 +109,13 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
     const exported = await cli(['export', '--full'], dir);
     rss('export --full', exported);
     add('duckdb bytes per run', Math.round(bytesUnder(join(dir, 'runsync.duckdb')) / size), 'B');
-    // The same rows loaded afresh: the file copied into a new one (what `runsync compact` does).
     // runsync.duckdb after the passes against the one in `other`.
     const fileRatio = (metric: string, other: string, goal: string, note: string) => {
       const live = bytesUnder(join(dir, 'runsync.duckdb'));
       const that = bytesUnder(join(other, 'runsync.duckdb'));
       add(metric, live / that, '', goal, `${(live / 1e6).toFixed(0)} MB against ${(that / 1e6).toFixed(0)} MB${note}`);
     };
+    // The same rows loaded afresh: the file copied into a new one (what `runsync compact` does).
     const copy = join(root, 'c');
     mkdirSync(copy);
     cpSync(join(dir, 'runsync.duckdb'), join(copy, 'runsync.duckdb'));

@@ -51,27 +51,27 @@ export async function writeAnalyticsViews(
   // Within the warehouse's own memory and threads, rather than DuckDB's defaults (most of the RAM).
   const instance = await DuckDBInstance.create(tmp, { memory_limit: wh.memoryLimit, threads: '1' });
   try {
-    const conn = await instance.connect();
-    const db = sqlRunner(conn);
     try {
-      await db.run(`CREATE MACRO ${ROOT_MACRO}() AS ${quoteLiteral(scaffold)}`);
-      for (const v of views) await db.run(v);
-      await addReadyMadeViews(wh, conn, readyMade);
-      await db.run(`CREATE OR REPLACE MACRO ${ROOT_MACRO}() AS ${quoteLiteral(tree.url)}`);
-      await db.run('CHECKPOINT');
+      const conn = await instance.connect();
+      const db = sqlRunner(conn);
+      try {
+        await db.run(`CREATE MACRO ${ROOT_MACRO}() AS ${quoteLiteral(scaffold)}`);
+        for (const v of views) await db.run(v);
+        await addReadyMadeViews(wh, conn, readyMade);
+        await db.run(`CREATE OR REPLACE MACRO ${ROOT_MACRO}() AS ${quoteLiteral(tree.url)}`);
+        await db.run('CHECKPOINT');
+      } finally {
+        conn.closeSync();
+      }
     } finally {
-      conn.closeSync();
+      instance.closeSync();
+      await rm(`${tmp}.wal`, { force: true });
+      await rm(scaffold, { recursive: true, force: true });
     }
   } catch (e) {
-    instance.closeSync();
     await rm(tmp, { force: true });
-    await rm(`${tmp}.wal`, { force: true });
-    await rm(scaffold, { recursive: true, force: true });
     throw e;
   }
-  instance.closeSync();
-  await rm(`${tmp}.wal`, { force: true });
-  await rm(scaffold, { recursive: true, force: true });
   await shareFile(tmp, wh.share);
   await rename(tmp, target);
   await setState(wh, ANALYTICS_STATE, signature, wh.now());

@@ -98,10 +98,10 @@ function loadDetails(
   const none = async () => undefined;
   return loadSplitting(details, {
     load: (part, last, memoryLimit) =>
-      deps.gate.use(
-        (wh) => loadRunDetails(wh, part, { fetchedAt, bookkeeping: last ? bookkeeping : none }),
-        memoryLimit ? { memoryLimit, keepLog: true } : { keepLog: true },
-      ),
+      deps.gate.use((wh) => loadRunDetails(wh, part, { fetchedAt, bookkeeping: last ? bookkeeping : none }), {
+        keepLog: true,
+        ...(memoryLimit ? { memoryLimit } : {}),
+      }),
     refuse: async (detail, e, last) => {
       const id = stringMember(detail, 'id');
       const reason = `could not be loaded: ${e.message}`;

@@ -57,7 +57,10 @@ export interface CompactResult {
   swapped: boolean;
 }
 
-export type CompactOptions = Pick<WarehouseOptions, 'logger' | 'budget' | 'lockWaitMs' | 'signal' | 'now'>;
+export type CompactOptions = Pick<
+  WarehouseOptions,
+  'logger' | 'budget' | 'memoryLimit' | 'lockWaitMs' | 'signal' | 'now'
+>;
 
 interface FileMark {
   size: number;
@@ -132,35 +135,40 @@ export async function compactWarehouse(dir: string, options: CompactOptions = {}
       // The copy builds the tables' key indexes whole, which at a million runs needs more than
       // loading's share of the budget: then the export's share, the whole budget, and room.
       const usual = wh.memoryLimit;
+      const limits = [
+        usual,
+        wh.budget.exportMemoryLimit,
+        `${Math.floor(wh.budget.bytes / 1e6)}MB`,
+        OUTSIZED_MEMORY_LIMIT,
+      ];
       try {
-        const whole = `${Math.floor(wh.budget.bytes / 1e6)}MB`;
-        for (const limit of [usual, wh.budget.exportMemoryLimit, whole, OUTSIZED_MEMORY_LIMIT]) {
+        for (const limit of limits) {
           await wh.setMemoryLimit(limit);
           await wh.run(`ATTACH ${quoteLiteral(copy)} AS ${target}`);
           try {
             await wh.run(`COPY FROM DATABASE ${quoteIdent(db)} TO ${target}`);
+            break;
           } catch (e) {
+            await wh.run(`DETACH ${target}`);
             if (!isOutOfMemory(e) || limit === OUTSIZED_MEMORY_LIMIT) throw e;
             options.logger?.warn(
               { file, error: (e as Error).message, memoryLimit: limit },
               'compaction did not fit within this memory limit; copying again with more',
             );
-            await wh.run(`DETACH ${target}`);
             await removeCompactLeftovers(dir);
-            continue;
           }
-          try {
-            const [was, now] = [await contents(wh, db), await contents(wh, target)];
-            if (was.join('\n') !== now.join('\n')) {
-              const missing = was.filter((k) => !now.includes(k)).slice(0, 3);
-              throw new Error(`the compacted copy differs from the warehouse (${missing.join('; ')})`);
-            }
-          } finally {
-            await wh.run(`DETACH ${target}`);
+        }
+        try {
+          const [was, now] = [await contents(wh, db), await contents(wh, target)];
+          if (was.join('\n') !== now.join('\n')) {
+            const missing = was.filter((k) => !now.includes(k)).slice(0, 3);
+            throw new Error(`the compacted copy differs from the warehouse (${missing.join('; ')})`);
           }
-          break;
+        } finally {
+          await wh.run(`DETACH ${target}`);
         }
       } finally {
+        // After the copy is detached: while attached, its pages may not fit the usual limit.
         await wh.setMemoryLimit(usual);
       }
     });

@@ -27,7 +27,7 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 export const DEFAULT_MEMORY_LIMIT = defaultMemoryBudget().duckdbMemoryLimit;
 /** Write-ahead log size at which a commit checkpoints. */
 export const CHECKPOINT_THRESHOLD = '128MB';
-/** The largest write-ahead log a unit closing with `keepLog` leaves unCheckpointed. */
+/** The largest write-ahead log a unit closing with `keepLog` leaves for the next opener. */
 export const KEEP_LOG_MAX = 32 * 1024 * 1024;
 
 function logBytes(file: string): number {
@@ -191,14 +191,16 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       // A checkpoint rewrites the metadata of every table it touches, which grows with the table:
       // at a million runs, a few hundred ms for a batch of a few runs. A pass's batches leave their
       // log (durable already) to the next unit, and the pass's last unit checkpoints them together.
-      if (!readOnly && options.keepLog && logBytes(file) < KEEP_LOG_MAX) {
-        await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
-      } else if (!readOnly) {
-        // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
-        // thread; done here first, it runs on DuckDB's threads and the process keeps answering
-        // (its requests keep their pace) meanwhile.
-        await db.run('CHECKPOINT').catch(() => undefined);
-        await releaseFreed();
+      if (!readOnly) {
+        if (options.keepLog && logBytes(file) < KEEP_LOG_MAX) {
+          await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
+        } else {
+          // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
+          // thread; done here first, it runs on DuckDB's threads and the process keeps answering
+          // (its requests keep their pace) meanwhile.
+          await db.run('CHECKPOINT').catch(() => undefined);
+          await releaseFreed();
+        }
       }
       connection.closeSync();
       instance.closeSync();

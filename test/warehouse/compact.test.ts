@@ -4,8 +4,8 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { compactNow } from '../../src/sync/compact-due.ts';
 import { readStatus } from '../../src/sync/status.ts';
 import { WarehouseGate } from '../../src/sync/warehouse-gate.ts';
-import { silentLogger } from '../../src/util/logger.ts';
-import { COMPACT_SUFFIX, type CompactWhen, compactionDue } from '../../src/warehouse/compact.ts';
+import { createLogger, silentLogger } from '../../src/util/logger.ts';
+import { COMPACT_SUFFIX, type CompactWhen, compactionDue, compactWarehouse } from '../../src/warehouse/compact.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { openWarehouse, withWarehouse } from '../../src/warehouse/open.ts';
 import { DB_FILE } from '../../src/warehouse/types.ts';
@@ -81,6 +81,21 @@ describe('compaction', () => {
     writeFileSync(file() + COMPACT_SUFFIX, 'half a copy');
     const r = await runMain(['compact'], { RUNSYNC_WAREHOUSE_DIR: dir });
     expect(r.code).toBe(0);
+    expect(existsSync(file() + COMPACT_SUFFIX)).toBe(false);
+    expect(await whatUsersSee()).toEqual(before);
+  });
+
+  it('copies again with more memory when the copy does not fit the warehouse limit, and says so', async () => {
+    const before = await whatUsersSee();
+    const lines: { msg: string; memoryLimit?: string }[] = [];
+    const logger = createLogger({ level: 'warn', destination: { write: (l: string) => lines.push(JSON.parse(l)) } });
+    // Far below what the copy's key indexes need, as loading's limit is at a million runs.
+    const r = await compactWarehouse(dir, { memoryLimit: '2MB', logger });
+    expect(r.swapped).toBe(true);
+    expect(lines.map((l) => [l.msg, l.memoryLimit])).toContainEqual([
+      'compaction did not fit within this memory limit; copying again with more',
+      '2MB',
+    ]);
     expect(existsSync(file() + COMPACT_SUFFIX)).toBe(false);
     expect(await whatUsersSee()).toEqual(before);
   });
