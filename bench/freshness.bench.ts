@@ -107,6 +107,7 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
     let changedRuns = 0;
     let passes = 0;
     let catalogAt = 0;
+    const pages = { live: 0, open: 0, reconcile: 0 };
     sim.counters.reset();
     const t0 = sim.clock.now();
     while (sim.clock.now() < end) {
@@ -116,6 +117,7 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       const now = sim.clock.now();
       passes++;
       changedRuns += r.runs.fetched;
+      for (const k of ['live', 'open', 'reconcile'] as const) pages[k] += r.listPages[k];
       const files = r.export?.written ?? [];
       written += files.reduce((n, f) => n + statSync(join(dir, f)).size, 0);
       for (const [k, u] of await found(dir, files, pending)) {
@@ -175,6 +177,17 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       '%',
       '<= 15',
       `${sim.counters.count()} requests in ${elapsed.toFixed(0)} s`,
+    );
+    const pct = (n: number) => `${((n / (R * elapsed)) * 100).toFixed(1)}%`;
+    const runRequests = sim.counters.count('runs.list') + sim.counters.count('runs.get');
+    row(
+      'budget used in steady state, by purpose',
+      share * 100,
+      '%',
+      '',
+      `live window ${pct(pages.live)}, open runs ${pct(pages.open)}, reconciliation ${pct(pages.reconcile)}, ` +
+        `run details ${pct(sim.counters.count('runs.get'))}, catalog ${pct(sim.counters.count() - runRequests)}, ` +
+        `other run lists ${pct(sim.counters.count('runs.list') - pages.live - pages.open - pages.reconcile)}`,
     );
     row(
       'Parquet bytes written per pass / bytes of the runs that changed',

@@ -5,14 +5,28 @@ import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros } from '../util/times
 // runs that are open but idle: an account with a million runs in its horizon holds tens of
 // thousands, many waiting for days. A run that changed lately is likely to change again soon, and
 // one quiet for long is not: each is looked at again after an eighth of the time it had been quiet
-// when last looked at, no more often than every ten seconds and at least every two minutes; a run
-// scheduled to resume, as soon as its time has come. Two minutes keeps the checks of 45,000 open
-// runs (a million in the horizon) under a tenth of a 50 requests/s key.
+// when last looked at, no more often than every ten seconds; a run scheduled to resume, as soon as
+// its time has come.
+//
+// How long the quietest wait depends on what the key's rate allows. While the rate is not known,
+// every open run is looked at at least every two minutes. Once it is, the runs most likely to
+// change (the least quiet) are looked at at least every 45 seconds, as many as RECHECK_SHARE of the
+// rate can list; the rest, quiet for days as a rule, at least every half hour. A change to those
+// then waits longer, but the changes cluster where the runs moved last, and the share holds
+// however many runs are open.
 
 /** The soonest an open run is looked at again. */
 export const RECHECK_MIN = 10 * MICROS_PER_SECOND;
-/** The longest an open run goes without being looked at. */
+/** The longest an open run goes without being looked at while the key's rate is not known. */
 export const RECHECK_MAX = 2 * MICROS_PER_MINUTE;
+/** The longest a run of the fast lane goes without being looked at. */
+export const RECHECK_FAST = 45 * MICROS_PER_SECOND;
+/** The longest any other open run goes without being looked at. */
+export const RECHECK_SLOW = 30 * MICROS_PER_MINUTE;
+/** The share of the key's rate the fast lane is sized to. */
+export const RECHECK_SHARE = 0.07;
+/** Open runs a list request answers for, as planned: a ticket's other runs fill pages too. */
+const RUNS_PER_REQUEST = 80;
 const QUIET_SHARE = 8;
 
 export interface OpenRunCheck {
@@ -22,14 +36,42 @@ export interface OpenRunCheck {
   scheduledResumeAt: Micros | null;
 }
 
-/** The time between two looks at an open run that had been quiet for `quiet`. */
-export function recheckInterval(quiet: Micros): Micros {
-  return Math.min(RECHECK_MAX, Math.max(RECHECK_MIN, Math.floor(quiet / QUIET_SHARE))) as Micros;
+/** How quiet the run had been when last looked at. */
+function quietOf(run: OpenRunCheck): Micros {
+  return Math.max(0, (run.lastCheckedAt ?? run.updatedAt) - run.updatedAt) as Micros;
 }
 
-export function recheckDue(run: OpenRunCheck, now: Micros): boolean {
+/** The time between two looks at an open run that had been quiet for `quiet`, at most `longest`. */
+export function recheckInterval(quiet: Micros, longest: Micros = RECHECK_MAX): Micros {
+  return Math.min(longest, Math.max(RECHECK_MIN, Math.floor(quiet / QUIET_SHARE))) as Micros;
+}
+
+export function recheckDue(run: OpenRunCheck, now: Micros, longest: Micros = RECHECK_MAX): boolean {
   const last = run.lastCheckedAt;
   if (last === null) return true;
   if (run.scheduledResumeAt !== null && run.scheduledResumeAt <= now && last < run.scheduledResumeAt) return true;
-  return now - last >= recheckInterval(Math.max(0, last - run.updatedAt) as Micros);
+  return now - last >= recheckInterval(quietOf(run), longest);
+}
+
+/**
+ * The open runs due now. `ratePerSecond` is the key's learned rate (null: not known): the least
+ * quiet runs go in the fast lane while their looks fit RECHECK_SHARE of it.
+ */
+export function dueOpenRuns<T extends OpenRunCheck>(
+  runs: readonly T[],
+  now: Micros,
+  ratePerSecond: number | null,
+): T[] {
+  if (ratePerSecond === null || !(ratePerSecond > 0)) return runs.filter((r) => recheckDue(r, now));
+  let room = RECHECK_SHARE * ratePerSecond * RUNS_PER_REQUEST;
+  const byQuiet = runs.map((run) => ({ run, quiet: quietOf(run) })).sort((a, b) => a.quiet - b.quiet);
+  const due: T[] = [];
+  for (const { run, quiet } of byQuiet) {
+    // Looks per second this run takes in the fast lane.
+    const looks = MICROS_PER_SECOND / recheckInterval(quiet, RECHECK_FAST);
+    const fast = room >= looks;
+    if (fast) room -= looks;
+    if (recheckDue(run, now, fast ? RECHECK_FAST : RECHECK_SLOW)) due.push(run);
+  }
+  return due;
 }

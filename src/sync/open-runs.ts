@@ -1,13 +1,13 @@
 import { listValue } from '@duckdb/node-api';
-import { FilterError, type RunSummary } from '../api/index.ts';
+import type { RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { type OpenRunCheck, recheckDue } from './open-due.ts';
+import { dueOpenRuns, type OpenRunCheck } from './open-due.ts';
+import { listTicketBatches } from './open-list.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
-import { readSlice } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
@@ -19,6 +19,7 @@ import type { RunCounts, SyncDeps } from './types.ts';
 // for up to 200 tickets (up to 100 runs a page), bounded by the created times of the runs asked
 // about. Only runs whose summary moved have their detail fetched. A tracked run the listing does
 // not return (its ticket id cannot be used as a filter value, or it changed) is fetched by id.
+// Which runs are due, and how their looks share the key's rate: open-due.ts.
 
 export function isOpenRun(
   run: Pick<RunSummary, 'status' | 'approval' | 'scheduled_resume_at' | 'resolution'>,
@@ -113,7 +114,8 @@ export async function refreshOpenRuns(
 ): Promise<string[]> {
   if (before <= from) return [];
   const now = deps.now();
-  const open = (await deps.gate.use((wh) => openRuns(wh, from, before))).filter((r) => recheckDue(r, now));
+  const rate = (await deps.budget?.snapshot())?.ratePerSecond ?? null;
+  const open = dueOpenRuns(await deps.gate.use((wh) => openRuns(wh, from, before)), now, rate);
   if (open.length === 0) return [];
   const { batches, byId } = planTicketBatches(open);
   const fetcher = detailSource(deps);
@@ -121,47 +123,37 @@ export async function refreshOpenRuns(
     await runPipeline<RunItem>(
       async (push, signal) => {
         const direct = [...byId];
-        for (const batch of batches) {
+        for await (const { batch, pages, filterError } of listTicketBatches(deps, batches, counts, signal)) {
+          // `seen` keeps a run listed twice (a listing started over) from being judged twice.
           const seen = new Set<string>();
-          try {
-            // A refused cursor lists the batch again (narrower if it keeps happening); `seen` keeps
-            // a run listed twice from being judged twice.
-            const pages = readSlice(
-              deps,
-              { from: batch.createdFrom, to: batch.createdTo },
-              { part: 0, cursor: null },
-              { filter: { ticketId: batch.tickets }, counts, signal, logFields: { openRuns: batch.runs.size } },
-            );
-            for await (const { page } of pages) {
-              const fetch: string[] = [];
-              const listed = new Map<string, string | null>();
-              let unchanged = 0;
-              for (const s of page.items) {
-                const run = batch.runs.get(s.id);
-                if (!run || seen.has(s.id)) continue;
-                seen.add(s.id);
-                const at = parseTimestamp(s.updated_at);
-                if (at !== null && at <= run.updatedAt) {
-                  unchanged++;
-                  continue;
-                }
-                fetch.push(s.id);
-                listed.set(s.id, s.updated_at);
+          for (const page of pages) {
+            const fetch: string[] = [];
+            const listed = new Map<string, string | null>();
+            let unchanged = 0;
+            for (const s of page.items) {
+              const run = batch.runs.get(s.id);
+              if (!run || seen.has(s.id)) continue;
+              seen.add(s.id);
+              const at = parseTimestamp(s.updated_at);
+              if (at !== null && at <= run.updatedAt) {
+                unchanged++;
+                continue;
               }
-              await push({
-                ready: fetch.length ? fetcher.fetch(fetch) : NO_DETAILS,
-                listed,
-                refused: page.refused,
-                counts: { pages: 1, listed: page.received, changed: fetch.length, unchanged },
-              });
+              fetch.push(s.id);
+              listed.set(s.id, s.updated_at);
             }
-          } catch (e) {
-            if (!(e instanceof FilterError)) throw e;
+            await push({
+              ready: fetch.length ? fetcher.fetch(fetch) : NO_DETAILS,
+              listed,
+              refused: page.refused,
+              counts: { pages: 1, listed: page.received, changed: fetch.length, unchanged },
+            });
+          }
+          if (filterError)
             deps.logger.warn(
-              { parameter: e.parameter, error: e.message },
+              { parameter: filterError.parameter, error: filterError.message },
               'open runs the ticket filter cannot name are checked one by one',
             );
-          }
           for (const run of batch.runs.values()) if (!seen.has(run.id)) direct.push(run);
         }
         for (let i = 0; i < direct.length; i += DETAILS_PER_ITEM) {

@@ -34,6 +34,17 @@ export interface PassResult extends OperationResult {
   openRunsChecked: number;
   openRunsTracked: number;
   pendingRetried: number;
+  /** List requests by what they were for: where a pass's share of the key's rate went. */
+  listPages: ListPages;
+}
+
+export interface ListPages {
+  /** The live window (new runs and the lookback). */
+  live: number;
+  /** Open runs re-checked. */
+  open: number;
+  /** Reconciliation (a rolling step, or the whole horizon with --reconcile). */
+  reconcile: number;
 }
 
 export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<PassResult> {
@@ -50,6 +61,7 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
       openRunsChecked: 0,
       openRunsTracked: 0,
       pendingRetried: 0,
+      listPages: { live: 0, open: 0, reconcile: 0 },
     }),
     run: (d, result) => pass(d, options, result),
     export: options.export !== false,
@@ -61,6 +73,7 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
         openRunsChecked: r.openRunsChecked,
         openRunsTracked: r.openRunsTracked,
         pendingRetried: r.pendingRetried,
+        listPages: r.listPages,
         rolling: r.rolling,
         export: exportCounts(r.export),
       },
@@ -104,18 +117,27 @@ export class PassError extends OperationError<PassResult> {
 }
 
 async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult): Promise<void> {
+  const pages = result.listPages;
+  const counted = async <T>(part: keyof ListPages, work: () => Promise<T>): Promise<T> => {
+    const before = result.runs.pages;
+    try {
+      return await work();
+    } finally {
+      pages[part] += result.runs.pages - before;
+    }
+  };
   try {
     let checked: string[] = [];
-    const window = await syncLiveWindow(deps, result.runs);
+    const window = await counted('live', () => syncLiveWindow(deps, result.runs));
     result.window = window;
     const horizonStart = deps.now() - deps.settings.openRunHorizon;
     if (options.reconcile) {
       // Every run of the horizon is listed, the open ones with the rest.
-      result.reconciled = await reconcileHorizon(deps, window.from, result.runs);
+      result.reconciled = await counted('reconcile', () => reconcileHorizon(deps, window.from, result.runs));
     } else {
-      checked = await refreshOpenRuns(deps, horizonStart, window.from, result.runs);
+      checked = await counted('open', () => refreshOpenRuns(deps, horizonStart, window.from, result.runs));
       result.openRunsChecked = checked.length;
-      result.rolling = await rollHorizon(deps, window.from, result.runs);
+      result.rolling = await counted('reconcile', () => rollHorizon(deps, window.from, result.runs));
     }
     const passes = await deps.gate.use((wh) =>
       wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),

@@ -1,10 +1,24 @@
 import { describe, expect, it } from 'vitest';
 import type { ListPage, RunSummary } from '../../src/api/index.ts';
-import { RECHECK_MAX, RECHECK_MIN, recheckDue } from '../../src/sync/open-due.ts';
+import {
+  dueOpenRuns,
+  RECHECK_FAST,
+  RECHECK_MAX,
+  RECHECK_MIN,
+  RECHECK_SHARE,
+  RECHECK_SLOW,
+  recheckDue,
+} from '../../src/sync/open-due.ts';
 import { isOpenRun, type OpenRun, planTicketBatches, TICKETS_PER_REQUEST } from '../../src/sync/open-runs.ts';
 import { judge } from '../../src/sync/walk.ts';
 import { runsWindow, slices } from '../../src/sync/window.ts';
-import { MICROS_PER_DAY, MICROS_PER_MINUTE, MICROS_PER_SECOND, parseTimestamp } from '../../src/util/timestamp.ts';
+import {
+  MICROS_PER_DAY,
+  MICROS_PER_HOUR,
+  MICROS_PER_MINUTE,
+  MICROS_PER_SECOND,
+  parseTimestamp,
+} from '../../src/util/timestamp.ts';
 
 // The plans a pass makes before it sends anything: its window of created time and the slices of a
 // range, which listed runs need their detail, and how open runs are grouped into ticket requests.
@@ -190,5 +204,42 @@ describe('open runs due for a re-check', () => {
   it('include a run scheduled to resume as soon as its time has come', () => {
     expect(recheckDue(run(MICROS_PER_DAY, SEC, -1), now)).toBe(true);
     expect(recheckDue(run(MICROS_PER_DAY, SEC, 60 * SEC), now)).toBe(false);
+  });
+
+  describe("once the key's rate is known", () => {
+    const many = (n: number, quietFor: number, lookedAgo: number, tag: string) =>
+      Array.from({ length: n }, (_, i) => ({ ...run(quietFor, lookedAgo), id: `${tag}${i}` }));
+
+    it('looks at every open run within RECHECK_FAST while their looks fit the share', () => {
+      const runs = many(100, 30 * MICROS_PER_DAY, RECHECK_FAST, 'q');
+      expect(dueOpenRuns(runs, now, 50)).toHaveLength(100);
+      expect(dueOpenRuns(many(100, 30 * MICROS_PER_DAY, RECHECK_FAST - 1, 'q'), now, 50)).toHaveLength(0);
+    });
+
+    it('gives the fast lane to the least quiet runs, and looks at the rest every RECHECK_SLOW', () => {
+      const rate = 10;
+      // Looks per second the share allows, at one look per RECHECK_FAST each.
+      const fit = Math.floor((RECHECK_SHARE * rate * 80 * RECHECK_FAST) / MICROS_PER_SECOND);
+      const recent = many(50, 2 * MICROS_PER_HOUR, RECHECK_FAST, 'recent');
+      const idle = many(2 * fit, 20 * MICROS_PER_DAY, RECHECK_FAST, 'idle');
+      const due = dueOpenRuns([...idle, ...recent], now, rate);
+      expect(due.filter((r) => r.id.startsWith('recent'))).toHaveLength(50);
+      const idleDue = due.filter((r) => r.id.startsWith('idle')).length;
+      expect(idleDue).toBeGreaterThan(fit - 60);
+      expect(idleDue).toBeLessThanOrEqual(fit - 50);
+      // Those left out come due after RECHECK_SLOW; never looked at, at once.
+      expect(dueOpenRuns(many(3 * fit, 20 * MICROS_PER_DAY, RECHECK_SLOW, 'idle'), now, rate)).toHaveLength(3 * fit);
+      const fresh = many(3 * fit, 20 * MICROS_PER_DAY, RECHECK_FAST, 'idle').map((r) => ({
+        ...r,
+        lastCheckedAt: null,
+      }));
+      expect(dueOpenRuns(fresh, now, rate)).toHaveLength(3 * fit);
+    });
+
+    it('keeps the two-minute bound while the rate is not known', () => {
+      const runs = many(10_000, 20 * MICROS_PER_DAY, RECHECK_MAX, 'q');
+      expect(dueOpenRuns(runs, now, null)).toHaveLength(10_000);
+      expect(dueOpenRuns(many(10, 20 * MICROS_PER_DAY, RECHECK_MAX - 1, 'q'), now, null)).toHaveLength(0);
+    });
   });
 });

@@ -15,7 +15,9 @@ export function passLines(r: PassResult): string[] {
   if (r.kind !== 'snapshot') {
     const c = r.runs;
     const kinds = `${c.new} new, ${c.changed} changed, ${c.unchanged} unchanged`;
-    lines.push(`  runs          listed ${c.listed} in ${c.pages} page(s): ${kinds}`);
+    const p = r.listPages;
+    const split = `${p.live} live window, ${p.open} open runs, ${p.reconcile} reconciliation`;
+    lines.push(`  runs          listed ${c.listed} in ${c.pages} page(s) (${split}): ${kinds}`);
     const loaded = `${c.inserted} inserted, ${c.updated} updated, ${c.stale} older than stored`;
     lines.push(`  details       ${c.fetched} loaded (${loaded}), ${c.childRows} child rows`);
     if (c.pending || c.rejected)
