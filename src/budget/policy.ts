@@ -12,6 +12,7 @@ import {
   oursInFigure,
   slackMs,
   startedAlongside,
+  tentativeSpan,
 } from './sent-log.ts';
 import type { BucketEstimate, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
 
@@ -255,10 +256,12 @@ function uncounted(b: BucketEstimate, f: Sample): number {
 /**
  * The log reading (see sent-log.ts), for a limiter told to be a sliding log: at most the limit,
  * less others' use at the newest figure, within the span the figures agree on. Others' use is
- * counted until it has surely left, a span after the figure. Null for any other limiter.
+ * counted until it has surely left, a span after the figure. While the limiter is not told yet,
+ * the tentative span its figures fit so far, when they rule out a window of it. Null otherwise.
  */
 function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
-  const span = b.guess === 'sliding' ? fittedSpan(b.fit) : null;
+  const span =
+    b.guess === 'sliding' ? fittedSpan(b.fit) : b.guess === 'unknown' ? tentativeSpan(b.fit, b.samples) : null;
   if (span === null) return null;
   const othersUntil = (b.last?.at ?? 0) + span;
   const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;

@@ -1,4 +1,4 @@
-import type { BucketEstimate, SentEntry } from './types.ts';
+import type { BucketEstimate, Sample, SentEntry } from './types.ts';
 
 // Our own requests' start times, per bucket, for the limiter whose figures say too little: a
 // sliding log. Its `Reset` is when its oldest request leaves, rounded up to a whole second, which
@@ -288,4 +288,25 @@ export function fittedSpan(fit: SpanFit | undefined): number | null {
   if (fit === undefined || fit.figures < FIT_FIGURES || !Number.isFinite(fit.hi)) return null;
   const whole = Math.max(1000, Math.ceil(fit.lo / 1000) * 1000);
   return Math.min(whole, fit.hi);
+}
+
+/** The longest span paced by as a log before the figures agree on one (see tentativeSpan). */
+const TENTATIVE_MAX_MS = 4_000;
+
+/**
+ * A short span to pace by as a log while too few figures agree on one, when every figure so far
+ * fits a log and one of them cannot be a fixed window of that span: the request it answered was
+ * counted before such a window ending at its Reset began. Reset comes in whole seconds rounded
+ * up, so a one-second log's figures put its room back up to two seconds on, and read as a
+ * window's end they pace it at half its rate while it is learned. A fixed window that gave such a
+ * figure is at least a second longer than the span, and the rate already believed (the limit a
+ * span) overruns it either way. Spans of a few seconds only: for longer ones the second rounding
+ * hides costs little, while a window a second longer than the figures' whole seconds is likely.
+ */
+export function tentativeSpan(fit: SpanFit | undefined, figures: readonly Sample[]): number | null {
+  if (fit === undefined || fit.misfits > 0 || !Number.isFinite(fit.hi)) return null;
+  // Only a span of whole seconds, as limits are quoted: a shorter one is no window's length either.
+  const span = Math.max(1000, Math.ceil(fit.lo / 1000) * 1000);
+  if (span > TENTATIVE_MAX_MS || span > fit.hi) return null;
+  return figures.some((f) => f.resetAtMs !== null && f.at < f.resetAtMs - span) ? span : null;
 }
