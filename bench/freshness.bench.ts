@@ -9,11 +9,13 @@ import { createEngine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { quoteLiteral, sqlRunner } from '../src/warehouse/sql.ts';
+import { CONTINUOUS_EVERY_MS } from '../src/worker/config.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
 
 // Freshness under a real rate limit (R = 50 requests/s, a fixed window), passes back to back as
-// RUNSYNC_SCHEDULE_RUNS=continuous runs them and the catalog every two minutes, for the same stream
+// RUNSYNC_SCHEDULE_RUNS=continuous runs them (one every 5 s, or as soon as the last one ends) and
+// the catalog every two minutes, for the same stream
 // of new runs (about 23 a minute) with 10,000 and with 1,000,000 runs in the open-run horizon. The
 // simulator's clock moves with the wall clock. Every change the API shows during the measured
 // minutes is timed from when it was shown to the export that put it in Parquet (the files each
@@ -108,9 +110,14 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
     let passes = 0;
     let catalogAt = 0;
     const pages = { live: 0, open: 0, reconcile: 0 };
+    let passStartedAt = Number.NEGATIVE_INFINITY;
     sim.counters.reset();
     const t0 = sim.clock.now();
     while (sim.clock.now() < end) {
+      // The worker queues a continuous pass every CONTINUOUS_EVERY_MS, or as soon as the last one ends.
+      const wait = passStartedAt + CONTINUOUS_EVERY_MS - performance.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      passStartedAt = performance.now();
       const catalog = sim.clock.now() - catalogAt >= 2 * MICROS_PER_MINUTE;
       if (catalog) catalogAt = sim.clock.now();
       const r = await runPass(engine.deps, { catalog });
