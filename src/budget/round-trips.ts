@@ -22,7 +22,13 @@ export function tookMs(s: BudgetState, took: number): BudgetState {
       : Math.max(0, Math.min(took, s.latencyLowMs * SPREAD_KEEP + took * (1 - SPREAD_KEEP)));
   const high =
     s.latencyHighMs === undefined ? took : Math.max(took, s.latencyHighMs * SPREAD_KEEP + took * (1 - SPREAD_KEEP));
-  return { ...s, latencyMs: nextLatency(s.latencyMs, took), latencyLowMs: low, latencyHighMs: high };
+  return {
+    ...s,
+    latencyMs: nextLatency(s.latencyMs, took),
+    latencyLowMs: low,
+    latencyHighMs: high,
+    roundTrips: (s.roundTrips ?? 0) + 1,
+  };
 }
 
 /** Follows a rise at once and a fall slowly: the guard before a window's end must cover most requests. */

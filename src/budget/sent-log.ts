@@ -26,9 +26,17 @@ export const ON_TIME_MS = 5;
  * How much later than ours a request of ours may be counted, relative to another of ours: how much
  * round trips vary, and how late a start may be without being logged again.
  */
-export function slackMs(s: { latencyMs: number; latencyLowMs?: number; latencyHighMs?: number }): number {
+export function slackMs(s: {
+  latencyMs: number;
+  latencyLowMs?: number;
+  latencyHighMs?: number;
+  roundTrips?: number;
+}): number {
   const high = s.latencyHighMs ?? s.latencyMs;
-  return Math.max(0, high - (s.latencyLowMs ?? high)) + ON_TIME_MS + 1;
+  // One round trip does not say how much they vary: the first request of a process may take long
+  // to leave it (a connection opened, code loaded), and was counted anywhere within its round trip.
+  const spread = (s.roundTrips ?? 0) < 2 ? high : high - (s.latencyLowMs ?? high);
+  return Math.max(0, spread) + ON_TIME_MS + 1;
 }
 
 /** Entries within this of each other are joined; their starts are known no closer than that. */

@@ -122,6 +122,8 @@ export interface BudgetState {
   /** The longest and shortest round trips over a longer memory: how much they vary is the difference. */
   latencyLowMs?: number;
   latencyHighMs?: number;
+  /** Round trips noted so far (see round-trips.ts). */
+  roundTrips?: number;
   /** 429s received by every caller. */
   limited: number;
   /** Grants that took nothing from any bucket (refused, or given up before sending), and per endpoint. */

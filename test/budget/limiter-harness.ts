@@ -51,6 +51,8 @@ export interface HarnessOptions {
   latencyMs?: number;
   /** Each way of a request takes up to this much longer, at random (seeded): round trips vary. */
   jitterMs?: number;
+  /** Each worker's first request takes this much longer to reach the server (a connection opened). */
+  coldMs?: number;
   reserve?: number;
   ceiling?: number | null;
   /** Told of every request the limiter decided, to trace a case. */
@@ -105,12 +107,15 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
   let sent = 0;
   const perSecond = new Map<number, number>();
 
+  const warm = new Set<SharedRateBudget>();
   async function one(budget: SharedRateBudget, endpoint: string): Promise<void> {
     for (;;) {
       const grant = await budget.acquire(endpoint);
       if (clock.now() >= end) return;
       if (grant.probe) void one(budget, 'runs.list');
-      await clock.sleep(way());
+      const cold = warm.has(budget) ? 0 : (o.coldMs ?? 0);
+      warm.add(budget);
+      await clock.sleep(way() + cold);
       const d = limiter.check('k', 'org', endpoint, clock.now());
       requests++;
       if (d)
