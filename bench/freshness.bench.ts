@@ -111,6 +111,7 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
     let catalogAt = 0;
     const pages = { live: 0, open: 0, reconcile: 0 };
     let passStartedAt = Number.NEGATIVE_INFINITY;
+    let openChecked = 0;
     sim.counters.reset();
     const t0 = sim.clock.now();
     while (sim.clock.now() < end) {
@@ -125,6 +126,7 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       passes++;
       changedRuns += r.runs.fetched;
       for (const k of ['live', 'open', 'reconcile'] as const) pages[k] += r.listPages[k];
+      openChecked += r.openRunsChecked;
       const files = r.export?.written ?? [];
       written += files.reduce((n, f) => n + statSync(join(dir, f)).size, 0);
       for (const [k, u] of await found(dir, files, pending)) {
@@ -192,7 +194,8 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       share * 100,
       '%',
       '',
-      `live window ${pct(pages.live)}, open runs ${pct(pages.open)}, reconciliation ${pct(pages.reconcile)}, ` +
+      `live window ${pct(pages.live)}, open runs ${pct(pages.open)} (${openChecked} looks, ` +
+        `${(openChecked / Math.max(1, pages.open)).toFixed(0)} a request), reconciliation ${pct(pages.reconcile)}, ` +
         `run details ${pct(sim.counters.count('runs.get'))}, catalog ${pct(sim.counters.count() - runRequests)}, ` +
         `other run lists ${pct(sim.counters.count('runs.list') - pages.live - pages.open - pages.reconcile)}`,
     );

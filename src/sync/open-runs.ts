@@ -8,6 +8,7 @@ import { runPipeline } from './load-pipeline.ts';
 import { dueOpenRuns, type OpenRunCheck } from './open-due.ts';
 import { listTicketBatches } from './open-list.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
+import { RUNS_PAGE_SIZE } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
@@ -41,6 +42,8 @@ export function openRunSql(alias = 'runs'): string {
 }
 
 export const TICKETS_PER_REQUEST = 200;
+/** Runs a ticket batch is planned to list at most: two pages. */
+export const RUNS_PER_BATCH = 2 * RUNS_PAGE_SIZE;
 const MAX_TICKET_ID_LENGTH = 200;
 const DETAILS_PER_ITEM = 100;
 
@@ -48,16 +51,34 @@ export interface OpenRun extends OpenRunCheck {
   id: string;
   ticketId: string | null;
   createdAt: Micros;
+  /** Runs stored with the same ticket id (1 when not known): listing the ticket returns them all. */
+  ticketRuns?: number;
 }
 
-/** The open runs created in [from, before), with when a pass last looked at each. */
+/**
+ * The open runs created in [from, before), with when a pass last looked at each and how many runs
+ * stored in that range share its ticket (what listing the ticket returns).
+ */
 export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Promise<OpenRun[]> {
-  const rows = await wh.all<{ id: string; t: string | null; c: bigint; u: bigint; l: bigint | null; s: bigint | null }>(
-    `SELECT r.id, r.ticket_id AS t, epoch_us(r.created_at) AS c, epoch_us(r.updated_at) AS u,
-       epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s
-     FROM runs r LEFT JOIN _sync_open_runs o ON o.run_id = r.id
-     WHERE ${openRunSql('r')} AND r.created_at >= ${US_TO_TSTZ('$1')} AND r.created_at < ${US_TO_TSTZ('$2')}
-     ORDER BY r.created_at, r.id`,
+  const range = (c: string) => `${c} >= ${US_TO_TSTZ('$1')} AND ${c} < ${US_TO_TSTZ('$2')}`;
+  const rows = await wh.all<{
+    id: string;
+    t: string | null;
+    c: bigint;
+    u: bigint;
+    l: bigint | null;
+    s: bigint | null;
+    n: bigint | null;
+  }>(
+    `WITH open AS (
+       SELECT r.id, r.ticket_id AS t, epoch_us(r.created_at) AS c, epoch_us(r.updated_at) AS u,
+         epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s
+       FROM runs r LEFT JOIN _sync_open_runs o ON o.run_id = r.id
+       WHERE ${openRunSql('r')} AND ${range('r.created_at')}),
+     shared AS (
+       SELECT ticket_id AS t, count(*) AS n FROM runs
+       WHERE ${range('created_at')} AND ticket_id IN (SELECT t FROM open) GROUP BY ticket_id)
+     SELECT open.*, shared.n FROM open LEFT JOIN shared ON shared.t = open.t ORDER BY open.c, open.id`,
     [BigInt(from), BigInt(before)],
   );
   const n = (v: bigint | null) => (v === null ? null : Number(v));
@@ -68,6 +89,7 @@ export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Pro
     updatedAt: Number(r.u),
     lastCheckedAt: n(r.l),
     scheduledResumeAt: n(r.s),
+    ticketRuns: Math.max(1, Number(r.n ?? 1)),
   }));
 }
 
@@ -79,22 +101,36 @@ export interface TicketBatch {
   createdTo: Micros;
 }
 
-/** Open runs (oldest first) in batches of up to 200 distinct ticket ids, and those no filter can name. */
+/**
+ * Open runs (oldest first) in batches of up to 200 distinct ticket ids, and those no filter can
+ * name. A batch also stops before its tickets' runs would overflow two pages: a ticket's other
+ * runs are listed with it, and a third page holding a few runs would cost as much as a full one.
+ */
 export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBatch[]; byId: OpenRun[] } {
   const batches: TicketBatch[] = [];
   const byId: OpenRun[] = [];
   let current: TicketBatch | null = null;
+  let listed = 0;
   for (const run of runs) {
     const t = run.ticketId;
     if (t === null || t === '' || [...t].length > MAX_TICKET_ID_LENGTH) {
       byId.push(run);
       continue;
     }
-    if (current === null || (!current.tickets.includes(t) && current.tickets.length >= TICKETS_PER_REQUEST)) {
+    const known = current?.tickets.includes(t) === true;
+    const more = run.ticketRuns ?? 1;
+    if (
+      current === null ||
+      (!known && (current.tickets.length >= TICKETS_PER_REQUEST || listed + more > RUNS_PER_BATCH))
+    ) {
       current = { tickets: [], runs: new Map(), createdFrom: run.createdAt, createdTo: run.createdAt + 1 };
       batches.push(current);
+      listed = 0;
     }
-    if (!current.tickets.includes(t)) current.tickets.push(t);
+    if (!known) {
+      current.tickets.push(t);
+      listed += more;
+    }
     current.runs.set(run.id, run);
     current.createdFrom = Math.min(current.createdFrom, run.createdAt);
     current.createdTo = Math.max(current.createdTo, run.createdAt + 1);

@@ -152,6 +152,17 @@ describe('open runs', () => {
     scheduledResumeAt: null,
   });
 
+  it("stop a batch before its tickets' stored runs would fill a third page", () => {
+    // Three runs stored on each ticket: 66 tickets list 198 runs, two pages; a 67th would need a third.
+    const runs = Array.from({ length: 150 }, (_, i) => ({ ...run(i, `t${i}`), ticketRuns: 3 }));
+    // A ticket with more runs than two pages takes a batch of its own.
+    runs.push({ ...run(150, 'busy'), ticketRuns: 500 }, { ...run(151, 'after'), ticketRuns: 1 });
+    const { batches } = planTicketBatches(runs);
+    expect(batches.map((b) => b.tickets.length)).toEqual([66, 66, 18, 1, 1]);
+    expect(batches[3]?.tickets).toEqual(['busy']);
+    expect(batches.flatMap((b) => [...b.runs.keys()]).sort()).toEqual(runs.map((r) => r.id).sort());
+  });
+
   it(`are asked about ${TICKETS_PER_REQUEST} tickets a request, runs of one ticket together`, () => {
     const runs = Array.from({ length: 450 }, (_, i) => run(i, `t${i}`));
     // Tickets met again later (oldest first) go with the batch being filled then.
