@@ -260,13 +260,15 @@ function uncounted(b: BucketEstimate, f: Sample): number {
  * the tentative span its figures fit so far, when they rule out a window of it. Null otherwise.
  */
 function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
-  const span =
-    b.guess === 'sliding' ? fittedSpan(b.fit) : b.guess === 'unknown' ? tentativeSpan(b.fit, b.samples) : null;
+  const tentative = b.guess === 'unknown' ? tentativeSpan(b.fit, b.samples) : null;
+  const span = b.guess === 'sliding' ? fittedSpan(b.fit) : (tentative?.span ?? null);
   if (span === null) return null;
   const othersUntil = (b.last?.at ?? 0) + span;
   const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;
   const slack = slackMs(s);
-  return { span, slack, others, othersUntil, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
+  // A log its figures do not tell from a window yet is read as both: each must have room.
+  const alone = tentative === null || tentative.notWindow;
+  return { span, slack, others, othersUntil, alone, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
 }
 
 /** The bucket's content at `atMs` read as a token bucket refilled at the credited rate. */
@@ -292,25 +294,35 @@ function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
 export function room(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
   const keep = reserveCount(b.limit, policy.reserve);
   const log = logReading(s, b, atMs);
-  if (log === null) return Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy)) - keep;
+  const windowed = log?.alone
+    ? Number.POSITIVE_INFINITY
+    : Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy));
+  if (log === null) return windowed - keep;
   // Before the figure's Reset what it said is left holds under every limiter; past it, the log. A
   // bucket that refills as it goes is not sent more than its refill either.
   const early = Math.max(log.room, windowRoom(s, b, atMs, false));
-  return Math.min(early, b.guess === 'bucket' ? bucketRoom(b, atMs, policy) : early) - keep;
+  return Math.min(early, b.guess === 'bucket' ? bucketRoom(b, atMs, policy) : early, windowed) - keep;
 }
 
 /** When the bucket will have room for one more request, from `atMs` on (a bound; the caller re-checks). */
 function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
   const keep = reserveCount(b.limit, policy.reserve);
   const log = logReading(s, b, atMs);
+  const windowed = log?.alone ? atMs : windowRoomAt(s, b, atMs, policy, keep);
   let at = atMs;
   if (log !== null) {
     if (Math.max(log.room, windowRoom(s, b, atMs, false)) - keep < 1) {
       const free = logFreeAt(b.sent, atMs, log.span, log.slack, b.limit - log.others - keep - 1);
       at = free ?? (atMs < log.othersUntil ? log.othersUntil : atMs + 1000);
     }
-    return b.guess === 'bucket' ? refilledAt(b, at, keep, policy) : at;
+    return Math.max(b.guess === 'bucket' ? refilledAt(b, at, keep, policy) : at, windowed);
   }
+  return windowed;
+}
+
+/** When the window and bucket readings have room for one more request, from `atMs` on. */
+function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy, keep: number): number {
+  let at = atMs;
   const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
   const short = 1 + keep - windowRoom(s, b, atMs);
   const share = windowShare(b);

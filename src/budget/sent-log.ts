@@ -311,10 +311,13 @@ const TENTATIVE_MAX_MS = 4_000;
  * span) overruns it either way. Spans of a few seconds only: for longer ones the second rounding
  * hides costs little, while a window a second longer than the figures' whole seconds is likely.
  */
-export function tentativeSpan(fit: SpanFit | undefined, figures: readonly Sample[]): number | null {
+export function tentativeSpan(
+  fit: SpanFit | undefined,
+  figures: readonly Sample[],
+): { span: number; notWindow: boolean } | null {
   if (fit === undefined || fit.misfits > 0 || !Number.isFinite(fit.hi)) return null;
   // Only a span of whole seconds, as limits are quoted: a shorter one is no window's length either.
   const span = Math.max(1000, Math.ceil(fit.lo / 1000) * 1000);
   if (span > TENTATIVE_MAX_MS || span > fit.hi) return null;
-  return figures.some((f) => f.resetAtMs !== null && f.at < f.resetAtMs - span) ? span : null;
+  return { span, notWindow: figures.some((f) => f.resetAtMs !== null && f.at < f.resetAtMs - span) };
 }

@@ -53,6 +53,8 @@ export interface HarnessOptions {
   jitterMs?: number;
   /** Each worker's first request takes this much longer to reach the server (a connection opened). */
   coldMs?: number;
+  /** Where in a second the run starts, in ms (default 123). */
+  phaseMs?: number;
   reserve?: number;
   ceiling?: number | null;
   /** Told of every request the limiter decided, to trace a case. */
@@ -75,7 +77,7 @@ export interface HarnessResult {
 const T0 = 1_800_000_000_000;
 
 export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
-  const clock = new ManualClock(T0 + 123);
+  const clock = new ManualClock(T0 + (o.phaseMs ?? 123));
   const limiter = new SimRateLimiter({
     model: 'fixed',
     perKey: null,

@@ -128,6 +128,38 @@ describe('a sliding log', () => {
     },
   );
 
+  // Where in a second the run starts, so that the first figure comes in its last few ms, as round
+  // trips vary by none and by up to 20 ms.
+  const LATE_STARTS = [
+    [0, 985],
+    [10, 975],
+  ] as const;
+  it.each(
+    RATES_BY_WORKERS.flatMap(([rate = 0, workers = 1]) =>
+      LATE_STARTS.map(([jitter, phase]) => [rate, workers, jitter, phase] as const),
+    ),
+  )(
+    "from cold, %i/s from %i worker(s) whose first figure comes at a second's end (round trips varying by %i ms, start at %i ms) is not refused",
+    async (rate, workers, jitterMs, phaseMs) => {
+      // Counted in a second's last few ms, the first request's Reset (when it leaves, rounded up)
+      // lies a second on, as a fixed window's end would: nothing tells the two apart yet. Read as
+      // a window, its next one began while ours since were still in the log.
+      const seconds = 10;
+      const r = await runHarness({
+        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
+        seconds,
+        reserve: 0,
+        workers,
+        listEvery: 1_000_000,
+        jitterMs,
+        phaseMs,
+      });
+      expect(r.limited).toBeLessThanOrEqual(Math.floor(r.requests * 0.005));
+      // The run starts a second's end: its first second is cut short.
+      expect(r.ok / ((seconds - 1) * rate)).toBeGreaterThan(0.85);
+    },
+  );
+
   it.each(RATES_BY_WORKERS)(
     'learns %i/s from %i worker(s) when round trips vary, and uses it',
     async (rate, workers) => {
