@@ -45,7 +45,13 @@ export interface StatusReport {
   lastPass: PassSummary | null;
   /** The last pass that did not end well, when it is newer than the last good one. */
   lastFailure: PassSummary | null;
-  openRuns: { total: number; byReason: Record<string, number>; oldestCreatedAt: Micros | null };
+  openRuns: {
+    total: number;
+    byReason: Record<string, number>;
+    oldestCreatedAt: Micros | null;
+    /** The earliest last look at any of them: each has been looked at since. */
+    lookedAtSince: Micros | null;
+  };
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
   /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
   /** Runs' lags, and catalog objects'. */
@@ -151,8 +157,8 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   });
   const lastGood = passes.findIndex((p) => p.status === 'ok');
   const failed = passes.findIndex((p) => p.status !== 'ok' && p.status !== 'running');
-  const open = await db.all<{ reason: string; c: bigint; oldest: bigint | null }>(
-    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest
+  const open = await db.all<{ reason: string; c: bigint; oldest: bigint | null; looked: bigint | null }>(
+    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest, min(epoch_us(last_checked_at)) AS looked
      FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
   );
   const [pending] = await db.all<{ c: bigint; oldest: bigint | null; e: string | null }>(
@@ -227,10 +233,8 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     openRuns: {
       total: open.reduce((a, r) => a + Number(r.c), 0),
       byReason: Object.fromEntries(open.map((r) => [r.reason, Number(r.c)])),
-      oldestCreatedAt: open.reduce<Micros | null>(
-        (a, r) => (r.oldest === null ? a : Math.min(a ?? Infinity, Number(r.oldest))),
-        null,
-      ),
+      oldestCreatedAt: earliest(open.map((r) => r.oldest)),
+      lookedAtSince: earliest(open.map((r) => r.looked)),
     },
     pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
     rejected: Number(rejected?.c ?? 0),
@@ -240,4 +244,8 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     tableFreshness,
     exportPending: Number(dirty?.c ?? 0),
   };
+}
+
+function earliest(values: readonly (bigint | null)[]): Micros | null {
+  return values.reduce<Micros | null>((a, v) => (v === null ? a : Math.min(a ?? Infinity, Number(v))), null);
 }

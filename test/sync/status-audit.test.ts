@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { statusLines } from '../../src/cli/commands/status.ts';
 import type { FreshnessSummary } from '../../src/sync/freshness.ts';
 import { lastHourLags, readStatus } from '../../src/sync/status.ts';
 import { MICROS_PER_MINUTE, parseTimestamp } from '../../src/util/timestamp.ts';
@@ -61,5 +62,24 @@ describe('status over a long audit', () => {
     // hour exactly counts).
     const hour = Array.from({ length: 13 }, (_, k) => lag(300 - k));
     expect(s.lag).toEqual(lastHourLags(hour));
+  });
+
+  it('says since when every open run has been looked at', async () => {
+    const at = (minutes: number) => BigInt(T0 + minutes * MICROS_PER_MINUTE);
+    const open = (id: string, reason: string, lookedAt: number) =>
+      wh.run(
+        `INSERT INTO _sync_open_runs (run_id, created_at, updated_at, reason, last_checked_at)
+         VALUES ($1, ${US_TO_TSTZ('$2')}, ${US_TO_TSTZ('$2')}, $3, ${US_TO_TSTZ('$4')})`,
+        [id, at(-600), reason, at(lookedAt)],
+      );
+    await open('a', 'paused', 55);
+    await open('b', 'paused', 31);
+    await open('c', 'resolution_pending', 59);
+    const s = await readStatus(wh);
+    expect(s.openRuns.total).toBe(3);
+    expect(s.openRuns.lookedAtSince).toBe(T0 + 31 * MICROS_PER_MINUTE);
+    const lines = statusLines(wh.file, s, T0 + 60 * MICROS_PER_MINUTE);
+    expect(lines.join('\n')).toMatch(/^open runs +3 tracked .*; every one looked at in the last 29 ?min/m);
+    await wh.run('DELETE FROM _sync_open_runs');
   });
 });

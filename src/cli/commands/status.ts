@@ -65,7 +65,11 @@ export function jsonReport(file: string, r: StatusReport): Record<string, unknow
     watermark: t(r.watermark),
     lastPass: pass(r.lastPass),
     lastFailure: pass(r.lastFailure),
-    openRuns: { ...r.openRuns, oldestCreatedAt: t(r.openRuns.oldestCreatedAt) },
+    openRuns: {
+      ...r.openRuns,
+      oldestCreatedAt: t(r.openRuns.oldestCreatedAt),
+      lookedAtSince: t(r.openRuns.lookedAtSince),
+    },
     pending: { ...r.pending, oldestFailedAt: t(r.pending.oldestFailedAt) },
     walks: r.walks.map((w) => ({ ...w, from: t(w.from), to: t(w.to), updatedAt: t(w.updatedAt) })),
     freshness: times(r.freshness),
@@ -137,7 +141,10 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
     .join(', ');
   const oldest = r.openRuns.oldestCreatedAt;
   const oldestOpen = oldest !== null ? `, oldest created ${ago(oldest, now)}` : '';
-  lines.push(`open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${oldestOpen}`);
+  const looked = r.openRuns.lookedAtSince;
+  const lookedAt =
+    looked !== null ? `; every one looked at in the last ${formatSeconds(Math.max(0, now - looked) / 1e6)}` : '';
+  lines.push(`open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${oldestOpen}${lookedAt}`);
   if (r.pending.total) {
     const failing = `failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`;
     lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, ${failing}`);
