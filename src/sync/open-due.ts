@@ -10,10 +10,10 @@ import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros } from '../util/times
 //
 // How long the quietest wait depends on what the key's rate allows. While the rate is not known,
 // every open run is looked at at least every two minutes. Once it is, the runs most likely to
-// change (the least quiet) are looked at at least every 45 seconds, as many as RECHECK_SHARE of the
-// rate can list; the rest, quiet for days as a rule, at least every half hour. A change to those
-// then waits longer, but the changes cluster where the runs moved last, and the share holds
-// however many runs are open.
+// change (the least quiet) are looked at at least every 45 seconds (or every pass, when passes
+// come further apart), as many as RECHECK_SHARE of the rate can list; the rest, quiet for days as
+// a rule, at least every half hour. A change to those then waits longer, but the changes cluster
+// where the runs moved last, and the share holds however many runs are open.
 
 /** The soonest an open run is looked at again. */
 export const RECHECK_MIN = 10 * MICROS_PER_SECOND;
@@ -64,11 +64,13 @@ export function dueOpenRuns<T extends OpenRunCheck>(
 ): T[] {
   if (ratePerSecond === null || !(ratePerSecond > 0)) return runs.filter((r) => recheckDue(r, now));
   let room = RECHECK_SHARE * ratePerSecond * RUNS_PER_REQUEST;
+  // Passes minutes apart look at a run once a pass at most: the latest look was the last pass.
+  const gap = Math.max(0, now - runs.reduce((a, r) => Math.max(a, r.lastCheckedAt ?? 0), 0));
   const byQuiet = runs.map((run) => ({ run, quiet: quietOf(run) })).sort((a, b) => a.quiet - b.quiet);
   const due: T[] = [];
   for (const { run, quiet } of byQuiet) {
     // Looks per second this run takes in the fast lane.
-    const looks = MICROS_PER_SECOND / recheckInterval(quiet, RECHECK_FAST);
+    const looks = MICROS_PER_SECOND / Math.max(gap, recheckInterval(quiet, RECHECK_FAST));
     const fast = room >= looks;
     if (fast) room -= looks;
     if (recheckDue(run, now, fast ? RECHECK_FAST : RECHECK_SLOW)) due.push(run);

@@ -247,6 +247,17 @@ describe('open runs due for a re-check', () => {
       expect(dueOpenRuns(fresh, now, rate)).toHaveLength(3 * fit);
     });
 
+    it('looks at every open run every pass when passes come further apart than the share needs', () => {
+      const rate = 10;
+      const fit = Math.floor((RECHECK_SHARE * rate * 80 * RECHECK_FAST) / MICROS_PER_SECOND);
+      // Passes 5 minutes apart: a look a pass costs a seventh of a look every 45 s.
+      const idle = many(5 * fit, 20 * MICROS_PER_DAY, 5 * MICROS_PER_MINUTE, 'idle');
+      expect(dueOpenRuns(idle, now, rate)).toHaveLength(5 * fit);
+      expect(
+        dueOpenRuns(many(8 * fit, 20 * MICROS_PER_DAY, 5 * MICROS_PER_MINUTE, 'idle'), now, rate).length,
+      ).toBeLessThan(7 * fit);
+    });
+
     it('keeps the two-minute bound while the rate is not known', () => {
       const runs = many(10_000, 20 * MICROS_PER_DAY, RECHECK_MAX, 'q');
       expect(dueOpenRuns(runs, now, null)).toHaveLength(10_000);
