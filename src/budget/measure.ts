@@ -85,7 +85,8 @@ function lowerBound(samples: readonly Sample[]): Measure | null {
  * with what it holds, and the lesser reading is still a bound.
  */
 function windowed(a: Sample, b: Sample): Measure | null {
-  const m = span(a, b, false);
+  // Ours started with `b`'s own may not be counted in it yet: a bound counts none of them as used.
+  const m = span(a, { ...b, unsent: b.unsent + (b.alongside ?? 0) }, false);
   if (m === null || a.resetAtMs === null || b.resetAtMs === null) return m;
   const stepped = b.resetAtMs - a.resetAtMs;
   if (stepped < MIN_SPAN_MS) return m;
