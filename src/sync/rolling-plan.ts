@@ -120,6 +120,17 @@ export function limitStep(
   };
 }
 
+/**
+ * The step carried on to `end` (the created time just past its last full page of stored runs), so
+ * that its last request is not a page of a few runs; capped at the horizon's end.
+ */
+export function fillStep(plan: RollingPlan, end: Micros, horizonEnd: Micros): RollingPlan {
+  if (!plan.step || end <= plan.step.to) return plan;
+  const to = Math.min(end, horizonEnd) as Micros;
+  const step = { from: plan.step.from, to };
+  return { ...plan, step, state: { ...plan.state, step, stepEndsRound: to === horizonEnd } };
+}
+
 /** The state once a step's walk is done: the position moves to the step's end. */
 export function stepDone(state: RollingState): RollingState {
   if (!state.step) return state;

@@ -4,6 +4,7 @@ import { getState, setState } from '../warehouse/sync-state.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { planWindow } from './live.ts';
 import {
+  fillStep,
   limitStep,
   planRollingStep,
   type RollingPlan,
@@ -47,7 +48,7 @@ async function allowedRuns(deps: SyncDeps, gap: Micros): Promise<number | null> 
   const rate = (await deps.budget?.snapshot())?.ratePerSecond ?? null;
   if (rate === null) return null;
   const requests = deps.settings.reconcileBudget * rate * (gap / MICROS_PER_SECOND);
-  return Math.max(MIN_STEP_RUNS, Math.floor(requests * RUNS_PER_REQUEST));
+  return Math.max(MIN_STEP_RUNS, Math.floor(requests) * RUNS_PER_REQUEST);
 }
 
 async function countRuns(wh: Warehouse, range: Window): Promise<number> {
@@ -78,6 +79,15 @@ async function planStep(deps: SyncDeps, horizon: Window, every: Micros): Promise
     if (plan.step && allowed !== null) {
       const cut = await cutAfter(wh, plan.step, allowed);
       if (cut !== null) plan = limitStep(plan, cut, allowed, await countRuns(wh, horizon));
+    }
+    if (plan.step && !plan.state.limitedByBudget) {
+      // Requests are pages: a step ends where its stored runs fill its last one.
+      const n = await countRuns(wh, plan.step);
+      if (n % RUNS_PER_REQUEST !== 0) {
+        const whole = Math.ceil(n / RUNS_PER_REQUEST) * RUNS_PER_REQUEST;
+        const end = await cutAfter(wh, { from: plan.step.from, to: horizon.to }, whole);
+        plan = fillStep(plan, end ?? horizon.to, horizon.to);
+      }
     }
     await wh.transaction((tx) => setState(tx, ROLLING_KEY, plan.state, now));
     return plan;

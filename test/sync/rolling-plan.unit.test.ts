@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
+  fillStep,
   limitStep,
   planRollingStep,
   type RollingState,
@@ -113,5 +114,24 @@ describe('the rolling reconciliation plan', () => {
     // A cut outside the step leaves it whole.
     expect(limitStep(plan, null, 1_000, 500)).toBe(plan);
     expect(stepDone(cut.state).position).toBe(2 * HOUR);
+  });
+
+  it('carries a step on to fill its last page, never past the horizon', () => {
+    const horizon = { from: 0 as Micros, to: (10 * HOUR) as Micros };
+    const first = planRollingStep({ state: undefined, now: HOUR, horizon, every: EVERY });
+    const gap = (6 * MICROS_PER_MINUTE) as Micros;
+    const plan = planRollingStep({ state: first.state, now: (HOUR + gap) as Micros, horizon, every: EVERY });
+    const to = plan.step?.to as Micros;
+    expect(to).toBeLessThan(horizon.to);
+    const filled = fillStep(plan, (to + MICROS_PER_MINUTE) as Micros, horizon.to);
+    expect(filled.step).toEqual({ from: 0, to: to + MICROS_PER_MINUTE });
+    expect(filled.state.step).toEqual(filled.step);
+    expect(filled.state.stepEndsRound).toBe(false);
+    expect(stepDone(filled.state).position).toBe(to + MICROS_PER_MINUTE);
+    // Never shorter, and the horizon's end ends the round.
+    expect(fillStep(plan, (to - 1) as Micros, horizon.to)).toBe(plan);
+    const last = fillStep(plan, (20 * HOUR) as Micros, horizon.to);
+    expect(last.step?.to).toBe(horizon.to);
+    expect(last.state.stepEndsRound).toBe(true);
   });
 });
