@@ -523,9 +523,13 @@ export function learn(
     // after it although granted before: the figure need not show them taken, so they are taken
     // here. That holds the bucket a few requests fuller, which costs nothing of its rate. A sliding
     // log (or a limiter whose figures still all fit one) is read by its log instead.
+    // No more of them can have been counted after it than it showed left; others were refused.
     const since = sentSince(next, b, b.last);
-    const logLike = b.guess === 'sliding' || b.fit?.misfits === 0;
-    const alongside = grant?.at === undefined || logLike ? 0 : startedAlongside(b.sent, grant.at, slackMs(s), since);
+    const logLike = logReading(next, b, b.last.at) !== null;
+    const alongside =
+      grant?.at === undefined || logLike
+        ? 0
+        : Math.min(b.last.remaining, startedAlongside(b.sent, grant.at, slackMs(s), since));
     const level = Math.min(b.limit, b.last.remaining + refill - since - alongside);
     b = { ...b, level, levelAt };
   }
