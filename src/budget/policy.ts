@@ -521,8 +521,8 @@ export function learn(
     const refill = (creditRate(b, policy) * Math.max(0, levelAt - from)) / 1000;
     // Ours that started with the figure's own, as close as round trips vary, may have been counted
     // after it although granted before: the figure need not show them taken, so they are taken
-    // here. That holds the bucket a few requests fuller, which costs nothing of its rate. A sliding
-    // log (or a limiter whose figures still all fit one) is read by its log instead.
+    // here. That holds the bucket a few requests fuller, which costs nothing of its rate. A limiter
+    // paced by the log reading (see logReading) is read by its log instead.
     // No more of them can have been counted after it than it showed left; others were refused.
     const since = sentSince(next, b, b.last);
     const logLike = logReading(next, b, b.last.at) !== null;
