@@ -10,10 +10,10 @@ import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros } from '../util/times
 //
 // How long the quietest wait depends on what the key's rate allows. While the rate is not known,
 // every open run is looked at at least every two minutes. Once it is, the runs most likely to
-// change (the least quiet) are looked at at least every 45 seconds (or every pass, when passes
-// come further apart), as many as RECHECK_SHARE of the rate can list; the rest, quiet for days as
-// a rule, at least every half hour. A change to those then waits longer, but the changes cluster
-// where the runs moved last, and the share holds however many runs are open.
+// change (the least quiet, or as the looks so far have found: open-hazard.ts) are looked at at
+// least every 45 seconds (or every pass, when passes come further apart), as many as
+// RECHECK_SHARE of the rate can list; the rest at least every half hour. A change to those then
+// waits longer, but the share holds however many runs are open.
 
 /** The soonest an open run is looked at again. */
 export const RECHECK_MIN = 10 * MICROS_PER_SECOND;
@@ -24,7 +24,7 @@ export const RECHECK_FAST = 45 * MICROS_PER_SECOND;
 /** The longest any other open run goes without being looked at. */
 export const RECHECK_SLOW = 30 * MICROS_PER_MINUTE;
 /** The share of the key's rate the fast lane is sized to. */
-export const RECHECK_SHARE = 0.07;
+export const RECHECK_SHARE = 0.06;
 /** Open runs a list request answers for, as planned: a ticket's other runs fill pages too. */
 const RUNS_PER_REQUEST = 80;
 const QUIET_SHARE = 8;
@@ -37,7 +37,7 @@ export interface OpenRunCheck {
 }
 
 /** How quiet the run had been when last looked at. */
-function quietOf(run: OpenRunCheck): Micros {
+export function quietOf(run: OpenRunCheck): Micros {
   return Math.max(0, (run.lastCheckedAt ?? run.updatedAt) - run.updatedAt) as Micros;
 }
 
@@ -53,22 +53,31 @@ export function recheckDue(run: OpenRunCheck, now: Micros, longest: Micros = REC
   return now - last >= recheckInterval(quietOf(run), longest);
 }
 
+/** How likely a run is to change, by default the assumption the intervals rest on (open-hazard.ts). */
+export type ChangeRate<T> = (run: T, quiet: Micros) => number;
+
 /**
- * The open runs due now. `ratePerSecond` is the key's learned rate (null: not known): the least
- * quiet runs go in the fast lane while their looks fit RECHECK_SHARE of it.
+ * The open runs due now. `ratePerSecond` is the key's learned rate (null: not known): the runs
+ * likeliest to change go in the fast lane while their looks fit RECHECK_SHARE of it.
  */
 export function dueOpenRuns<T extends OpenRunCheck>(
   runs: readonly T[],
   now: Micros,
   ratePerSecond: number | null,
+  changeRate: ChangeRate<T> = (_, quiet) => 1 / Math.max(1, quiet),
 ): T[] {
   if (ratePerSecond === null || !(ratePerSecond > 0)) return runs.filter((r) => recheckDue(r, now));
   let room = RECHECK_SHARE * ratePerSecond * RUNS_PER_REQUEST;
   // Passes minutes apart look at a run once a pass at most: the latest look was the last pass.
   const gap = Math.max(0, now - runs.reduce((a, r) => Math.max(a, r.lastCheckedAt ?? 0), 0));
-  const byQuiet = runs.map((run) => ({ run, quiet: quietOf(run) })).sort((a, b) => a.quiet - b.quiet);
+  const ranked = runs
+    .map((run) => {
+      const quiet = quietOf(run);
+      return { run, quiet, likely: changeRate(run, quiet) };
+    })
+    .sort((a, b) => b.likely - a.likely || a.quiet - b.quiet);
   const due: T[] = [];
-  for (const { run, quiet } of byQuiet) {
+  for (const { run, quiet } of ranked) {
     // Looks per second this run takes in the fast lane.
     const looks = MICROS_PER_SECOND / Math.max(gap, recheckInterval(quiet, RECHECK_FAST));
     const fast = room >= looks;

@@ -2,13 +2,16 @@ import { listValue } from '@duckdb/node-api';
 import type { RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
+import { getState, setState } from '../warehouse/sync-state.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { dueOpenRuns, type OpenRunCheck } from './open-due.ts';
+import { dueOpenRuns, type OpenRunCheck, quietOf } from './open-due.ts';
+import { changeRate, type HazardStats, observe } from './open-hazard.ts';
 import { listTicketBatches } from './open-list.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { RUNS_PAGE_SIZE } from './slice.ts';
+import { OPEN_HAZARD_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
@@ -41,6 +44,18 @@ export function openRunSql(alias = 'runs'): string {
     OR ${c('scheduled_resume_at')} IS NOT NULL OR ${c('resolution_type')} = 'pending')`;
 }
 
+/**
+ * What kind of open run it is, for learning how often each kind changes: its status and each
+ * reason it is open, e.g. `paused+approval` or `completed+pending`.
+ */
+function openKindSql(alias: string): string {
+  const c = (name: string) => `${alias}.${name}`;
+  return `concat_ws('+', coalesce(${c('status')}, 'none'),
+    CASE WHEN ${c('approval_waiting_for_approval')} IS TRUE THEN 'approval' END,
+    CASE WHEN ${c('scheduled_resume_at')} IS NOT NULL THEN 'scheduled' END,
+    CASE WHEN ${c('resolution_type')} = 'pending' THEN 'pending' END)`;
+}
+
 export const TICKETS_PER_REQUEST = 200;
 /** Runs a ticket batch is planned to list at most: two pages. */
 export const RUNS_PER_BATCH = 2 * RUNS_PAGE_SIZE;
@@ -53,6 +68,8 @@ export interface OpenRun extends OpenRunCheck {
   createdAt: Micros;
   /** Runs stored with the same ticket id (1 when not known): listing the ticket returns them all. */
   ticketRuns?: number;
+  /** What kind of open run it is (its status and why it is open), as its looks are learned from. */
+  kind?: string;
 }
 
 /**
@@ -69,10 +86,11 @@ export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Pro
     l: bigint | null;
     s: bigint | null;
     n: bigint | null;
+    k: string;
   }>(
     `WITH open AS (
        SELECT r.id, r.ticket_id AS t, epoch_us(r.created_at) AS c, epoch_us(r.updated_at) AS u,
-         epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s
+         epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s, ${openKindSql('r')} AS k
        FROM runs r LEFT JOIN _sync_open_runs o ON o.run_id = r.id
        WHERE ${openRunSql('r')} AND ${range('r.created_at')}),
      shared AS (
@@ -90,6 +108,7 @@ export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Pro
     lastCheckedAt: n(r.l),
     scheduledResumeAt: n(r.s),
     ticketRuns: Math.max(1, Number(r.n ?? 1)),
+    kind: r.k,
   }));
 }
 
@@ -151,8 +170,16 @@ export async function refreshOpenRuns(
   if (before <= from) return [];
   const now = deps.now();
   const rate = (await deps.budget?.snapshot())?.ratePerSecond ?? null;
-  const open = dueOpenRuns(await deps.gate.use((wh) => openRuns(wh, from, before)), now, rate);
+  const { stored, hazard } = await deps.gate.use(async (wh) => ({
+    stored: await openRuns(wh, from, before),
+    hazard: (await getState<HazardStats>(wh, OPEN_HAZARD_KEY)) ?? {},
+  }));
+  const open = dueOpenRuns(stored, now, rate, (r, quiet) => changeRate(hazard, r.kind ?? '', quiet));
   if (open.length === 0) return [];
+  const looked = (run: OpenRun, changed: boolean) => {
+    if (run.lastCheckedAt !== null)
+      observe(hazard, run.kind ?? '', quietOf(run), (now - run.lastCheckedAt) as Micros, changed);
+  };
   const { batches, byId } = planTicketBatches(open);
   const fetcher = detailSource(deps);
   try {
@@ -171,7 +198,9 @@ export async function refreshOpenRuns(
               if (!run || seen.has(s.id)) continue;
               seen.add(s.id);
               const at = parseTimestamp(s.updated_at);
-              if (at !== null && at <= run.updatedAt) {
+              const changed = at === null || at > run.updatedAt;
+              looked(run, changed);
+              if (!changed) {
                 unchanged++;
                 continue;
               }
@@ -207,6 +236,7 @@ export async function refreshOpenRuns(
   } finally {
     fetcher.close();
   }
+  await deps.gate.use((wh) => setState(wh, OPEN_HAZARD_KEY, hazard, deps.now()));
   return open.map((r) => r.id);
 }
 

@@ -5,3 +5,5 @@ export const LIVE_KEY = 'runs.live';
 export const RECONCILE_KEY = 'runs.reconcile';
 export const WATERMARK_KEY = 'runs.watermark';
 export const ROLLING_KEY = 'runs.rolling';
+/** What the looks at open runs have found: how often each kind changes (open-hazard.ts). */
+export const OPEN_HAZARD_KEY = 'runs.open_hazard';
