@@ -3,8 +3,9 @@ export { readRateHeaders, resetToMs, retryAfterMs } from './headers.ts';
 export { measure } from './measure.ts';
 export { MemoryBudgetStore } from './memory-store.ts';
 export type { Slot, Wait } from './policy.ts';
-export { initialBudgetState, learn, pacedRate, pauseUntil, reserveCount, room, takeSlot } from './policy.ts';
+export { initialBudgetState, learn, pacedRate, pauseUntil, takeSlot } from './policy.ts';
 export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './rate.ts';
+export { reserveCount, room } from './room.ts';
 export type {
   BucketEstimate,
   BucketView,

@@ -1,20 +1,31 @@
 import { bucketKey, learnBucket, newBucket, placeFigure } from './learn.ts';
-import { neighbourRate, readNeighbour } from './neighbour.ts';
+import { readNeighbour } from './neighbour.ts';
+import {
+  AGREE,
+  bucketRoom,
+  creditRate,
+  logReading,
+  neighbourOf,
+  oursInWindow,
+  rolled,
+  room,
+  roomAt,
+  sentSince,
+  seqOf,
+  unsentOf,
+} from './room.ts';
 import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
   logDrop,
-  logFreeAt,
   logLate,
   logSpanMs,
   logStart,
-  oursAt,
   oursInFigure,
   slackMs,
   startedAlongside,
-  tentativeSpan,
 } from './sent-log.ts';
-import type { BucketEstimate, BudgetPolicy, BudgetState, RateObservation, Sample } from './types.ts';
+import type { BucketEstimate, BudgetPolicy, BudgetState, RateObservation } from './types.ts';
 
 // The budget's decisions as pure functions of the stored state, so any store can apply them
 // atomically (in memory, or in Redis by a transaction that re-runs them on conflict).
@@ -33,24 +44,8 @@ const FORGET_MS = 15 * 60_000;
 const PROBE_MIN_MS = 1_000;
 const PROBE_MAX_MS = 10_000;
 const PROBE_REQUESTS = 40;
-const EXPLORE = 1.05;
-/** Figures a rate must rest on before it counts as a lower bound worth exploring above. */
-const BOUND_FIGURES = 3;
-/** How many recent figures, and how far back, bound a window's room (see windowRoom). */
-const REORDER_FIGURES = 6;
-const REORDER_MS = 1_000;
-/**
- * Requests are not started closer to a window's end than they take to come back (at least this,
- * at most round-trips.ts's cap), in case they arrive after it: a busy process may send late.
- */
-const MIN_GUARD_MS = 100;
 /** How long requests wait for a first figure before going ahead without one. */
 const FIRST_FIGURE_WAIT_MS = 2_000;
-
-/** How close to a window's end requests are not started (see MIN_GUARD_MS). */
-function guardMs(s: BudgetState): number {
-  return Math.max(MIN_GUARD_MS, s.latencyMs);
-}
 
 export function initialBudgetState(): BudgetState {
   return {
@@ -72,11 +67,6 @@ export function initialBudgetState(): BudgetState {
   };
 }
 
-/** Requests of a bucket kept back for the key's other users; always leaves at least one. */
-export function reserveCount(limit: number, reserve: number): number {
-  return Math.min(Math.floor(limit * reserve), Math.max(0, limit - 1));
-}
-
 function live(s: BudgetState, nowMs: number): BucketEstimate[] {
   return Object.values(s.buckets).filter((b) => nowMs - b.seenAt < FORGET_MS);
 }
@@ -86,14 +76,6 @@ function drawnOn(s: BudgetState, endpoint: string, nowMs: number): [string, Buck
   return Object.entries(s.buckets).filter(
     ([, b]) => (b.endpoint === null || b.endpoint === endpoint) && nowMs - b.seenAt < FORGET_MS,
   );
-}
-
-function seqOf(s: BudgetState, b: BucketEstimate): number {
-  return b.endpoint === null ? s.seq : (s.seqByEndpoint[b.endpoint] ?? 0);
-}
-
-function unsentOf(s: BudgetState, b: BucketEstimate): number {
-  return b.endpoint === null ? s.unsent : (s.unsentByEndpoint[b.endpoint] ?? 0);
 }
 
 /** Turns remembered as not sent; older ones answer figures long replaced. */
@@ -128,224 +110,6 @@ export function unsent(
       [endpoint]: [...(s.unsentEndpointSeqs?.[endpoint] ?? []), endpointSeq].slice(-UNSENT_KEPT),
     },
   };
-}
-
-/** The figure that holds at `atMs` for the window view: the last one, or the projected window once begun. */
-function figureAt(b: BucketEstimate, atMs: number) {
-  return b.next !== null && atMs >= b.next.at ? b.next : b.last;
-}
-
-/** The window a limiter would run if it ran one: learned from Reset's steps, else limit ÷ rate. */
-function windowOf(b: BucketEstimate): number | null {
-  // Reset's steps teach a window only once the figures say the limiter runs windows: a sliding
-  // log's or a bucket's Reset steps as far apart as the figures lie. Others' use read through
-  // windows says so too: the rate is then the window's less theirs, and no longer gives its length.
-  if (b.windowMs !== null && (b.guess === 'window' || windowNeighbour(b) !== null)) return b.windowMs;
-  return b.rate === null || b.rate <= 0 ? null : Math.max(1000, (b.limit * 1000) / b.rate);
-}
-
-/** Projects a window, whole again, for `atMs` when that lies past the figure's Reset. */
-function rolled(b: BucketEstimate, atMs: number, seq: number, unsent: number): BucketEstimate {
-  const base = figureAt(b, atMs);
-  if (base === null || base.resetAtMs === null || atMs < base.resetAtMs) return b;
-  const w = windowOf(b);
-  if (w === null) return b.next === null ? b : { ...b, next: null };
-  const start = base.resetAtMs + Math.floor((atMs - base.resetAtMs) / w) * w;
-  const next = { at: start, remaining: b.limit, resetAtMs: start + w, seq, unsent };
-  // Where the window began among our turns outlasts the projection: its figures count ours from it.
-  return { ...b, next, ...(b.next?.at === start ? {} : { edge: next }) };
-}
-
-/**
- * Others' requests per second through a fixed window, when the figures read as one with others
- * drawing on it (see neighbour.ts); null otherwise.
- */
-function windowNeighbour(b: BucketEstimate): number | null {
-  return b.readRate === undefined ? null : neighbourOf(b);
-}
-
-/** Others' use through a window as the figures read it, before it is checked against the rate. */
-function neighbourOf(b: BucketEstimate): number | null {
-  if (b.windowMs === null || b.notWindow === true || (b.guess !== 'window' && b.guess !== 'unknown')) return null;
-  const n = neighbourRate(b.neighbour);
-  // Others taking half a window or more is no neighbour's share but a limiter read wrongly.
-  return n === null || n >= (NEIGHBOUR_MAX * b.limit * 1000) / b.windowMs ? null : n;
-}
-
-/** Others' use read as a fixed window's neighbour is believed up to this share of the window. */
-const NEIGHBOUR_MAX = 0.5;
-
-/**
- * How far above the rate the figures read a window's, less others' use of it, may lie and be
- * believed: spent at a window's start, a shared window measures well below what is left to us when
- * round trips vary, while a log misread as one-second windows lies many times above its rate.
- */
-const AGREE = 1.5;
-
-/** Our requests per second through a window others draw on too; 0 when nobody else is seen. */
-function windowShare(b: BucketEstimate): number {
-  const n = windowNeighbour(b);
-  return n === null || !(n > 0) ? 0 : (b.limit * 1000) / (b.windowMs as number) - n;
-}
-
-/**
- * Ours counted in the newest figure's window, by our turns since the window began, when the turn
- * it began at is known; else null (the log then tells, less closely).
- */
-function oursInWindow(s: BudgetState, b: BucketEstimate): number | null {
-  const fig = b.last;
-  const edge = b.edge;
-  if (fig === null || edge === undefined || b.windowMs === null || fig.resetAtMs === null) return null;
-  if (edge.at !== fig.resetAtMs - b.windowMs || fig.seq < edge.seq) return null;
-  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
-  let back = 0;
-  for (const u of given ?? []) if (u > edge.seq && u <= fig.seq) back++;
-  return fig.seq - edge.seq - back;
-}
-
-function sentSince(s: BudgetState, b: BucketEstimate, fig: Sample): number {
-  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
-  let back = 0;
-  for (const u of given ?? []) if (u > fig.seq) back++;
-  return seqOf(s, b) - fig.seq - back;
-}
-
-// Room is the lesser of two readings of the same figures, so neither limiter family is overrun:
-// - as a window: what the figure said is left, until its Reset; then the whole limit for a window;
-// - as a bucket: what the figure said is left, plus the rate times the time since, up to the limit.
-// A fixed window then never gets more than its limit, and a bucket never more than its refill; a
-// bucket whose Reset means "full again at" is spent at Reset, when it is full, which is its rate.
-
-function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected = true): number {
-  const fig = projected ? figureAt(b, atMs) : b.last;
-  // Room seen coming back before Reset: the bucket reading alone holds.
-  if (!projected) {
-    if (fig === null || fig.resetAtMs === null || atMs >= fig.resetAtMs) return Number.NEGATIVE_INFINITY;
-  } else if (fig === null || b.guess === 'bucket') return Number.POSITIVE_INFINITY;
-  // Others drawing on the window take their share through it: what they will take by its end is
-  // kept for them, and ours go out through the window at our share, not all at its start, where
-  // they would take theirs and leave ours refused when theirs had come first.
-  const n = windowNeighbour(b) ?? 0;
-  const share = windowShare(b);
-  const theirs = (fig: Sample) =>
-    fig.resetAtMs === null
-      ? 0
-      : (n * Math.max(0, fig.resetAtMs - fig.at) + share * Math.max(0, fig.resetAtMs - guardMs(s) - atMs)) / 1000;
-  let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig) - theirs(fig);
-  if (fig !== b.last) return room;
-  // Responses overtake each other: a figure may not yet count requests granted before its own that
-  // were still on their way, so the figures just before it bound the room too.
-  for (const f of b.samples.slice(-REORDER_FIGURES)) {
-    if (f.at >= fig.at - REORDER_MS && (f.resetAtMs === null || atMs < f.resetAtMs)) {
-      room = Math.min(room, f.remaining - sentSince(s, b, f) - uncounted(b, f) - theirs(f));
-    }
-  }
-  return room;
-}
-
-/**
- * Ours that started with a figure's own and may have been counted after it (Sample.alongside),
- * for a sliding log: it is paced to its edge by our own starts, so a figure that overstates its
- * room by a few turns a few requests away. A window's room is spent whole before its end, where
- * keeping a few back would cost each window a few requests.
- */
-function uncounted(b: BucketEstimate, f: Sample): number {
-  return b.guess === 'sliding' ? (f.alongside ?? 0) : 0;
-}
-
-/**
- * The log reading (see sent-log.ts), for a limiter told to be a sliding log: at most the limit,
- * less others' use at the newest figure, within the span the figures agree on. Others' use is
- * counted until it has surely left, a span after the figure. While the limiter is not told yet,
- * the tentative span its figures fit so far, when they rule out a window of it. Null otherwise.
- */
-function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
-  const tentative = b.guess === 'unknown' ? tentativeSpan(b.fit, b.samples) : null;
-  const span = b.guess === 'sliding' ? fittedSpan(b.fit) : (tentative?.span ?? null);
-  if (span === null) return null;
-  const othersUntil = (b.last?.at ?? 0) + span;
-  const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;
-  const slack = slackMs(s);
-  // A log its figures do not tell from a window yet is read as both: each must have room.
-  const alone = tentative === null || tentative.notWindow;
-  return { span, slack, others, othersUntil, alone, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
-}
-
-/** The bucket's content at `atMs` read as a token bucket refilled at the credited rate. */
-function bucketRoom(b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
-  if (b.level === null || b.rate === null) return Number.POSITIVE_INFINITY;
-  const credit = (creditRate(b, policy) * Math.max(0, atMs - b.levelAt)) / 1000;
-  return Math.min(b.limit, b.level + credit);
-}
-
-/**
- * The rate room is credited at, less the reserve. A rate not measured is only a lower bound (the
- * bucket never ran low), so it is credited a little above, to find out: the bucket either runs low
- * and the rate is measured, or it does not and the bound rises.
- */
-function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
-  // A rate read from the first figures alone is a guess, not a bound: crediting above it would
-  // only find the bucket's edge with a 429.
-  const bound = !b.measured && b.samples.length >= BOUND_FIGURES;
-  return (b.rate ?? 0) * (1 - policy.reserve) * (bound ? EXPLORE : 1);
-}
-
-/** Requests the bucket has room for at `atMs`, beyond the reserve. */
-export function room(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
-  const keep = reserveCount(b.limit, policy.reserve);
-  const log = logReading(s, b, atMs);
-  const windowed = log?.alone
-    ? Number.POSITIVE_INFINITY
-    : Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy));
-  if (log === null) return windowed - keep;
-  // Before the figure's Reset what it said is left holds under every limiter; past it, the log. A
-  // bucket that refills as it goes is not sent more than its refill either.
-  const early = Math.max(log.room, windowRoom(s, b, atMs, false));
-  return Math.min(early, b.guess === 'bucket' ? bucketRoom(b, atMs, policy) : early, windowed) - keep;
-}
-
-/** When the bucket will have room for one more request, from `atMs` on (a bound; the caller re-checks). */
-function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
-  const keep = reserveCount(b.limit, policy.reserve);
-  const log = logReading(s, b, atMs);
-  const windowed = log?.alone ? atMs : windowRoomAt(s, b, atMs, policy, keep);
-  let at = atMs;
-  if (log !== null) {
-    if (Math.max(log.room, windowRoom(s, b, atMs, false)) - keep < 1) {
-      const free = logFreeAt(b.sent, atMs, log.span, log.slack, b.limit - log.others - keep - 1);
-      at = free ?? (atMs < log.othersUntil ? log.othersUntil : atMs + 1000);
-    }
-    return Math.max(b.guess === 'bucket' ? refilledAt(b, at, keep, policy) : at, windowed);
-  }
-  return windowed;
-}
-
-/** When the window and bucket readings have room for one more request, from `atMs` on. */
-function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy, keep: number): number {
-  let at = atMs;
-  const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
-  const short = 1 + keep - windowRoom(s, b, atMs);
-  const share = windowShare(b);
-  if (short > 0 && share > 0 && reset !== null && atMs + (short * 1000) / share < reset) {
-    // Paced through a window others draw on: room comes as our share of it goes by.
-    at = atMs + (short * 1000) / share;
-  } else if (short > 0) {
-    // Nothing says when room comes back: try again a second on, when the next figure will tell.
-    at = Math.max(at, reset !== null && reset > atMs ? reset : atMs + 1000);
-  } else if (reset !== null && at < reset && at >= reset - guardMs(s)) {
-    // Started this close to the window's end, a request may be counted in the next window: it
-    // waits for that window and is counted there.
-    at = reset;
-  }
-  return refilledAt(b, at, keep, policy);
-}
-
-/** From `atMs` on, when the bucket read as a token bucket has one request's room beyond `keep`. */
-function refilledAt(b: BucketEstimate, atMs: number, keep: number, policy: BudgetPolicy): number {
-  const short = 1 + keep - bucketRoom(b, atMs, policy);
-  if (short <= 0) return atMs;
-  const rate = creditRate(b, policy);
-  return atMs + (rate > 0 ? (short * 1000) / rate : 1000);
 }
 
 /** Requests per second currently paced to, or null when nothing limits us yet. */
