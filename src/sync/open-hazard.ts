@@ -35,7 +35,8 @@ const cellKey = (reason: string, quiet: Micros) => `${reason}/${quietBucket(quie
 export function observe(stats: HazardStats, reason: string, quiet: Micros, watched: Micros, changed: boolean): void {
   if (!(watched > 0)) return;
   const key = cellKey(reason, quiet);
-  const cell = (stats[key] ??= { watched: 0, changes: 0 });
+  const cell = stats[key] ?? { watched: 0, changes: 0 };
+  stats[key] = cell;
   cell.watched += watched / MICROS_PER_SECOND;
   if (changed) cell.changes++;
   if (cell.changes > CELL_CHANGES_MAX) {
