@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { RateModel } from '../../src/simulator/index.ts';
-import { runHarness } from './limiter-harness.ts';
+import { type HarnessOptions, runHarness } from './limiter-harness.ts';
 
 // The budget against each limiter the simulator runs, on simulated time: 30 s of traffic from eight
 // callers (a runs-list page per hundred detail fetches, as a first sync makes), then what the budget
@@ -23,6 +23,29 @@ function keyLimited(model: RateModel, rate: number, workers: number) {
   });
 }
 
+/** Seconds of a burst from cold. */
+const BURST_SECONDS = 10;
+
+/**
+ * A first sync's details from cold: one list page tells the limits, then detail fetches alone,
+ * whose answers carry no figures, for BURST_SECONDS.
+ */
+function coldBurst(
+  model: RateModel,
+  rate: number,
+  workers: number,
+  more: Pick<HarnessOptions, 'jitterMs' | 'phaseMs' | 'coldMs'>,
+) {
+  return runHarness({
+    limits: { model, perKey: { limit: rate, windowSeconds: 1 } },
+    seconds: BURST_SECONDS,
+    reserve: 0,
+    workers,
+    listEvery: 1_000_000,
+    ...more,
+  });
+}
+
 describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token bucket (%s)', (model) => {
   it.each(RATES_BY_WORKERS)(
     'learns %i/s from %i worker(s) sharing the budget, uses it, and is seldom refused',
@@ -41,17 +64,9 @@ describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token
       // A figure's request started with a volley of ours that it may not have counted yet: read as
       // used, they made room that came back look faster than the refill, and the rate a bound
       // above the true one; left out of what the bucket held, the volley was sent again.
-      const seconds = 10;
-      const r = await runHarness({
-        limits: { model, perKey: { limit: rate, windowSeconds: 1 } },
-        seconds,
-        reserve: 0,
-        workers,
-        listEvery: 1_000_000,
-        jitterMs: 10,
-      });
+      const r = await coldBurst(model, rate, workers, { jitterMs: 10 });
       expect(r.limited).toBeLessThanOrEqual(Math.floor(r.requests * 0.005));
-      expect(r.ok / (seconds * rate)).toBeGreaterThan(0.9);
+      expect(r.ok / (BURST_SECONDS * rate)).toBeGreaterThan(0.9);
     },
   );
 
@@ -108,20 +123,11 @@ describe('a sliding log', () => {
   it.each(RATES_BY_WORKERS)(
     'from cold, gets %i/s through from %i worker(s) from the first seconds of a burst of details, unrefused',
     async (rate, workers) => {
-      // A first sync: one list page tells the limits, then detail fetches alone, whose answers
-      // carry no figures. The log's first figure puts its Reset up to two seconds on (rounded up
-      // from when its oldest leaves): read as a window's end, a second in two went unused while
-      // the log was learned, and more with round trips that vary.
-      const seconds = 10;
-      const r = await runHarness({
-        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
-        seconds,
-        reserve: 0,
-        workers,
-        listEvery: 1_000_000,
-        jitterMs: 10,
-      });
-      expect(r.ok / (seconds * rate)).toBeGreaterThan(0.9);
+      // The log's first figure puts its Reset up to two seconds on (rounded up from when its oldest
+      // leaves): read as a window's end, a second in two went unused while the log was learned,
+      // and more with round trips that vary.
+      const r = await coldBurst('sliding', rate, workers, { jitterMs: 10 });
+      expect(r.ok / (BURST_SECONDS * rate)).toBeGreaterThan(0.9);
       expect(r.limited).toBeLessThanOrEqual(Math.floor(r.requests * 0.005));
       expect(r.busiestSecond).toBeLessThanOrEqual(rate);
     },
@@ -134,17 +140,9 @@ describe('a sliding log', () => {
       // so it is counted later after its start than the next ones: one round trip alone does not
       // say how much they vary. Paced a span after its start, the next turn would be counted before
       // it left the log.
-      const seconds = 10;
-      const r = await runHarness({
-        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
-        seconds,
-        reserve: 0,
-        workers,
-        listEvery: 1_000_000,
-        coldMs: 10,
-      });
+      const r = await coldBurst('sliding', rate, workers, { coldMs: 10 });
       expect(r.limited).toBe(0);
-      expect(r.ok / (seconds * rate)).toBeGreaterThan(0.95);
+      expect(r.ok / (BURST_SECONDS * rate)).toBeGreaterThan(0.95);
     },
   );
 
@@ -164,19 +162,10 @@ describe('a sliding log', () => {
       // Counted in a second's last few ms, the first request's Reset (when it leaves, rounded up)
       // lies a second on, as a fixed window's end would: nothing tells the two apart yet. Read as
       // a window, its next one began while ours since were still in the log.
-      const seconds = 10;
-      const r = await runHarness({
-        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
-        seconds,
-        reserve: 0,
-        workers,
-        listEvery: 1_000_000,
-        jitterMs,
-        phaseMs,
-      });
+      const r = await coldBurst('sliding', rate, workers, { jitterMs, phaseMs });
       expect(r.limited).toBeLessThanOrEqual(Math.floor(r.requests * 0.005));
       // The run starts a second's end: its first second is cut short.
-      expect(r.ok / ((seconds - 1) * rate)).toBeGreaterThan(0.85);
+      expect(r.ok / ((BURST_SECONDS - 1) * rate)).toBeGreaterThan(0.85);
     },
   );
 
