@@ -140,6 +140,14 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
       : (n * Math.max(0, fig.resetAtMs - fig.at) + share * Math.max(0, fig.resetAtMs - guardMs(s) - atMs)) / 1000;
   let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig) - theirs(fig);
   if (fig !== b.last) return room;
+  // A figure made while ours granted before it were still on their way need not count them yet:
+  // counted after it, they would be sent again at the window's end, and a 429 there costs the next
+  // window too (Retry-After is whole seconds). Where the window began among our turns is known,
+  // ours since then bound its room as well.
+  const edge = b.edge;
+  if (edge !== undefined && edge.resetAtMs === fig.resetAtMs && fig.seq >= edge.seq) {
+    room = Math.min(room, b.limit - sentSince(s, b, edge) - theirs(edge));
+  }
   // Responses overtake each other: a figure may not yet count requests granted before its own that
   // were still on their way, so the figures just before it bound the room too.
   for (const f of b.samples.slice(-REORDER_FIGURES)) {
@@ -239,12 +247,12 @@ function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: B
   } else if (short > 0) {
     // Nothing says when room comes back: try again a second on, when the next figure will tell.
     at = Math.max(at, reset !== null && reset > atMs ? reset : atMs + 1000);
-  } else if (reset !== null && at < reset && at >= reset - guardMs(s)) {
-    // Started this close to the window's end, a request may be counted in the next window: it
-    // waits for that window and is counted there.
-    at = reset;
   }
-  return refilledAt(b, at, keep, policy);
+  at = refilledAt(b, at, keep, policy);
+  // Started this close to the window's end, a request may be counted in the next window: it waits
+  // for that window and is counted there. Checked last, so no wait for refill or for our share
+  // of a shared window moves a start into it.
+  return reset !== null && at < reset && at >= reset - guardMs(s) ? reset : at;
 }
 
 /** From `atMs` on, when the bucket read as a token bucket has one request's room beyond `keep`. */

@@ -94,6 +94,19 @@ describe('a fixed window', () => {
     },
   );
 
+  it.each(RATES_BY_WORKERS)(
+    'from cold, a burst of details at %i/s from %i worker(s) with round trips varying is not refused',
+    async (rate, workers) => {
+      // A probe's figure need not count ours granted before it and still on their way, and a
+      // start put off for refill must still keep clear of the window's end: a 429 there holds
+      // every caller through the next window too (Retry-After is whole seconds).
+      const r = await coldBurst('fixed', rate, workers, { jitterMs: 10 });
+      expect(r.limited).toBe(0);
+      expect(r.ok / (BURST_SECONDS * rate)).toBeGreaterThan(0.9);
+      expect(r.busiestSecond).toBeLessThanOrEqual(rate);
+    },
+  );
+
   it('spends a minute-long window and waits for the next, with no 429', async () => {
     const r = await runHarness({
       limits: { model: 'fixed', perKey: { limit: 600, windowSeconds: 60 } },
