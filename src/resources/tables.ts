@@ -71,7 +71,7 @@ export function childColumns(child: ChildSpec): TableColumn[] {
 export function tablesOf(r: ResourceSpec): TableDef[] {
   const partitioned = r.partitionBy !== undefined;
   const part: TableColumn[] = partitioned ? [{ name: PARTITION_COLUMN, type: 'DATE', notNull: true }] : [];
-  const live = r.columns.map((c) => asColumn(c, false));
+  const live = r.columns.map((c) => asColumn(c, c.name === r.key));
   const own: TableColumn[] =
     r.merge === 'latest'
       ? [
@@ -88,7 +88,10 @@ export function tablesOf(r: ResourceSpec): TableDef[] {
       name: r.table,
       role: 'live',
       columns: [...live, ...part, ...own],
-      primaryKey: [r.key],
+      // Runs are kept unique by the merge (their rows are deleted by id, then inserted), as their
+      // children are: a unique index holds every stored key in memory while a batch commits, which
+      // grows with the warehouse (tens of MB at a million runs).
+      primaryKey: r.merge === 'latest' ? [] : [r.key],
       orderBy: r.orderBy,
     },
   ];

@@ -26,6 +26,18 @@ export class WarehouseSchemaError extends Error {
   override readonly name = 'WarehouseSchemaError';
 }
 
+/**
+ * DuckDB refused a commit (out of memory while it wrote the transaction to its log or merged an
+ * index, or undoing that): nothing of the transaction is in the file, and the handle has opened
+ * the file afresh. The message is DuckDB's.
+ */
+export class WarehouseCommitError extends Error {
+  override readonly name = 'WarehouseCommitError';
+  constructor(cause: unknown) {
+    super(cause instanceof Error ? cause.message : String(cause), { cause });
+  }
+}
+
 const LOCK = /Could not set lock on file "([^"]+)"(?:: Conflicting lock is held in (.*?) \(PID (\d+)\))?/;
 
 export function lockErrorOf(e: unknown, file: string): WarehouseLockedError | null {

@@ -1,6 +1,6 @@
 // The warehouse as the sync engine, the CLI and the export see it.
 
-export { holderName, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
+export { holderName, WarehouseCommitError, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
 export { flattenCatalogObject, flattenToolOption } from './flatten-catalog.ts';
 export { checkRunDetail, flattenRunDetail, type RunIdentity, type RunRows } from './flatten-run.ts';
 export { type Cell, PayloadError, type Row } from './flatten-values.ts';

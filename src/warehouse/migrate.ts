@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Logger } from '../util/logger.ts';
 import { WarehouseSchemaError } from './errors.ts';
-import { addDeclaredColumns, createResourceTables, declaredFingerprint } from './schema.ts';
+import { addDeclaredColumns, createResourceTables, declaredFingerprint, dropRetiredKeys } from './schema.ts';
 import { US_TO_TSTZ } from './sql.ts';
 import { getState, setState } from './sync-state.ts';
 import type { SqlRunner } from './types.ts';
@@ -118,7 +118,10 @@ export async function pendingMigrations(
 const DECLARED_KEY = 'schema.declared';
 const VIEWS_KEY = 'schema.views';
 
-/** Creates declared tables and columns the warehouse lacks, once per change of the declarations. */
+/**
+ * Creates declared tables and columns the warehouse lacks, and drops keys no longer declared, once
+ * per change of the declarations.
+ */
 async function reconcileDeclared(db: SqlRunner, logger: Logger, now: () => number): Promise<void> {
   const fingerprint = declaredFingerprint();
   if ((await getState<string>(db, DECLARED_KEY)) === fingerprint) return;
@@ -126,6 +129,7 @@ async function reconcileDeclared(db: SqlRunner, logger: Logger, now: () => numbe
   try {
     await createResourceTables(db);
     await addDeclaredColumns(db, logger);
+    await dropRetiredKeys(db, logger);
     await setState(db, DECLARED_KEY, fingerprint, now());
     await db.run('COMMIT');
   } catch (e) {

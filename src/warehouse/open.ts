@@ -8,7 +8,7 @@ import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
 import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
-import { lockErrorOf, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
+import { lockErrorOf, WarehouseCommitError, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
 import { readResources } from './schema.ts';
 import { quoteLiteral, sqlRunner } from './sql.ts';
@@ -78,9 +78,17 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
   };
   config.threads = String(options.threads ?? budget.threads);
-  const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked, options.signal);
-  const connection = await instance.connect();
-  const db = sqlRunner(connection);
+  let instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked, options.signal);
+  let connection = await instance.connect();
+  let current = sqlRunner(connection);
+  // The handle's statements go to the connection in force: a failed commit replaces it (below).
+  const db: SqlRunner = {
+    get connection() {
+      return current.connection;
+    },
+    run: (sql, params) => current.run(sql, params),
+    all: (sql, params) => current.all(sql, params),
+  };
   let resources: readonly ResourceSpec[];
   try {
     await db.run(`SET TimeZone = 'UTC'`);
@@ -116,10 +124,43 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   };
   const releaseFreed = () => setMemoryLimit(memoryLimit).catch(() => undefined);
 
+  // A commit DuckDB fails (out of memory while writing the transaction to its log, or merging its
+  // keys into an index) is taken out of the log again, but DuckDB may leave an index half merged
+  // in memory: the next statement on that instance then finds it corrupt and invalidates the
+  // database. So the handle takes a new instance, which reads the file and its log afresh, before
+  // anything else runs; with connections of its own still open on the old one, it refuses further
+  // work instead.
+  let lanes = 0;
+  let broken: string | null = null;
+  const renew = async (cause: unknown) => {
+    await current.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
+    if (lanes > 0) {
+      broken = `a commit failed (${String((cause as Error)?.message ?? cause).split('\n')[0]})`;
+      return;
+    }
+    connection.closeSync();
+    instance.closeSync();
+    instance = await createInstance(
+      file,
+      { ...config, memory_limit: memoryLimit },
+      RENEW_WAIT_MS,
+      undefined,
+      undefined,
+    );
+    connection = await instance.connect();
+    current = sqlRunner(connection);
+    await current.run(`SET TimeZone = 'UTC'`);
+    logger.warn(
+      { file, error: String((cause as Error)?.message ?? cause).split('\n')[0] },
+      'a commit failed; the warehouse was opened afresh',
+    );
+  };
+
   let chain: Promise<unknown> = Promise.resolve();
   let closed = false;
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
     if (closed) return Promise.reject(new Error(`the warehouse ${file} is closed`));
+    if (broken) return Promise.reject(new Error(`the warehouse ${file} must be opened again: ${broken}`));
     const next = chain.then(fn, fn);
     chain = next.catch(() => undefined);
     return next;
@@ -129,21 +170,32 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       await db.run('BEGIN TRANSACTION');
       // A schema change made in the transaction is forgotten with it.
       const held = resources;
+      let committing = false;
       try {
         const out = await fn(db);
         await releaseFreed();
+        committing = true;
         await db.run('COMMIT');
+        committing = false;
         await releaseFreed();
         return out;
       } catch (e) {
         resources = held;
-        await db.run('ROLLBACK').catch(() => undefined);
-        throw e;
+        if (!committing) {
+          await db.run('ROLLBACK').catch(() => undefined);
+          throw e;
+        }
+        await renew(e);
+        throw new WarehouseCommitError(e);
       }
     });
 
   return {
-    ...db,
+    get connection() {
+      return current.connection;
+    },
+    run: db.run,
+    all: db.all,
     dir: root,
     file,
     readOnly,
@@ -180,7 +232,15 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
         other.closeSync();
         throw e;
       }
-      return { ...runner, close: () => other.closeSync() };
+      lanes++;
+      let open = true;
+      const close = () => {
+        if (!open) return;
+        open = false;
+        lanes--;
+        other.closeSync();
+      };
+      return { ...runner, close };
     },
     serial,
     transaction,
@@ -191,7 +251,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       // A checkpoint rewrites the metadata of every table it touches, which grows with the table:
       // at a million runs, a few hundred ms for a batch of a few runs. A pass's batches leave their
       // log (durable already) to the next unit, and the pass's last unit checkpoints them together.
-      if (!readOnly) {
+      if (!readOnly && !broken) {
         if (options.keepLog && logBytes(file) < KEEP_LOG_MAX) {
           await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
         } else {
@@ -236,6 +296,9 @@ async function createInstance(
     }
   }
 }
+
+/** How long a handle opening its file again (after a failed commit) waits for another process. */
+const RENEW_WAIT_MS = 10_000;
 
 /** How long a file another process is still creating may be waited for. */
 const BEING_CREATED_MS = 5_000;

@@ -1,3 +1,4 @@
+import { WarehouseCommitError } from './errors.ts';
 import type { SqlRunner, Warehouse } from './types.ts';
 
 // A batch, a chunk or a file whose payloads are beyond the usual memory (a tool output of many
@@ -16,9 +17,9 @@ export function isOutOfMemory(e: unknown): boolean {
 }
 
 /**
- * Runs `work` in a transaction; one that runs out of memory is said in the log (`fields`, `what`)
- * and run again, once, with OUTSIZED_MEMORY_LIMIT. The commit needs that room too (it writes the
- * work to the log), so the limit is restored after it.
+ * Runs `work` in a transaction; one that runs out of memory, or whose commit DuckDB refuses, is
+ * said in the log (`fields`, `what`) and run again, once, with OUTSIZED_MEMORY_LIMIT. The commit
+ * needs that room too (it writes the work to the log), so the limit is restored after it.
  */
 export async function transactionWithRoom<R>(
   wh: Warehouse,
@@ -29,7 +30,8 @@ export async function transactionWithRoom<R>(
   try {
     return await wh.transaction(work);
   } catch (e) {
-    if (!isOutOfMemory(e)) throw e;
+    // A refused commit is mostly memory too, though DuckDB may name what failed undoing it instead.
+    if (!isOutOfMemory(e) && !(e instanceof WarehouseCommitError)) throw e;
     wh.logger.warn({ ...fields, error: (e as Error).message, memoryLimit: OUTSIZED_MEMORY_LIMIT }, what);
     let limit: string | null = null;
     try {
@@ -40,7 +42,17 @@ export async function transactionWithRoom<R>(
       });
     } finally {
       const restore = limit;
-      if (restore !== null) await wh.serial(() => wh.setMemoryLimit(restore));
+      // What the work loaded may not fit the usual limit (an index it grew): DuckDB then refuses
+      // to lower it, and the handle keeps the room until it is closed rather than fail the work.
+      if (restore !== null)
+        await wh
+          .serial(() => wh.setMemoryLimit(restore))
+          .catch((e: unknown) =>
+            wh.logger.warn(
+              { ...fields, error: String((e as Error)?.message ?? e).split('\n')[0], memoryLimit: wh.memoryLimit },
+              'the memory limit stays raised until the warehouse is closed',
+            ),
+          );
     }
   }
 }

@@ -42,6 +42,37 @@ export async function addDeclaredColumns(db: SqlRunner, logger: Logger): Promise
   }
 }
 
+/**
+ * Rebuilds, without its index, a table whose declaration no longer has a primary key (runs once
+ * had one): DuckDB cannot drop a key constraint, so the rows move to a table of the same columns.
+ */
+export async function dropRetiredKeys(db: SqlRunner, logger: Logger): Promise<void> {
+  for (const r of RESOURCES) {
+    for (const t of tablesOf(r)) {
+      if (t.derivedFrom || t.primaryKey.length > 0) continue;
+      const keyed = await db.all(
+        `SELECT 1 FROM duckdb_constraints() WHERE schema_name = 'main' AND table_name = $1
+           AND constraint_type IN ('PRIMARY KEY', 'UNIQUE')`,
+        [t.name],
+      );
+      if (keyed.length === 0) continue;
+      const cols = await db.all<{ name: string; type: string; nullable: string }>(
+        `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM information_schema.columns
+         WHERE table_schema = 'main' AND table_name = $1 ORDER BY ordinal_position`,
+        [t.name],
+      );
+      const table = quoteIdent(t.name);
+      const next = quoteIdent(`${t.name}__unkeyed`);
+      const ddl = cols.map((c) => `${quoteIdent(c.name)} ${c.type}${c.nullable === 'NO' ? ' NOT NULL' : ''}`);
+      await db.run(`CREATE TABLE ${next} (${ddl.join(', ')})`);
+      await db.run(`INSERT INTO ${next} SELECT * FROM ${table}`);
+      await db.run(`DROP TABLE ${table}`);
+      await db.run(`ALTER TABLE ${next} RENAME TO ${table}`);
+      logger.info({ table: t.name }, 'dropped the unique index of a table its merge keeps unique');
+    }
+  }
+}
+
 interface LedgerRow {
   resource: string;
   table_name: string;

@@ -56,7 +56,7 @@ describe('member naming', () => {
       'is_deleted',
     ]);
     expect(createTableSql(tablesOf(RUNS)[0] as never)).toMatch(
-      /^CREATE TABLE IF NOT EXISTS "runs" \(\n {2}"id" VARCHAR PRIMARY KEY,/,
+      /^CREATE TABLE IF NOT EXISTS "runs" \(\n {2}"id" VARCHAR NOT NULL,/,
     );
   });
 });

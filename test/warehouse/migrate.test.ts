@@ -4,10 +4,11 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { RESOURCES } from '../../src/resources/registry.ts';
 import { tablesOf } from '../../src/resources/tables.ts';
 import { WarehouseSchemaError } from '../../src/warehouse/errors.ts';
+import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
 import { defaultMigrationsDir } from '../../src/warehouse/migrate.ts';
 import { openWarehouse } from '../../src/warehouse/open.ts';
 import type { SqlRunner, Warehouse } from '../../src/warehouse/types.ts';
-import { tempDir } from './wh-kit.ts';
+import { simDetails, tempDir } from './wh-kit.ts';
 
 let tmp: ReturnType<typeof tempDir>;
 beforeEach(() => {
@@ -38,6 +39,17 @@ async function shape(db: SqlRunner, table: string): Promise<string[]> {
     ...keys.map((k) => `PK ${k.k}`),
   ];
 }
+
+let fresh: Warehouse | null = null;
+/** A warehouse made by this version, for the shapes of its tables. */
+async function freshShapes(): Promise<Warehouse> {
+  fresh ??= await openWarehouse(join(tmp.dir, 'fresh-shapes'));
+  return fresh;
+}
+afterEach(async () => {
+  await fresh?.close();
+  fresh = null;
+});
 
 const RESOURCE_TABLES = RESOURCES.flatMap((r) => tablesOf(r).map((t) => t.name));
 
@@ -102,6 +114,30 @@ describe('schema', () => {
       { tool_name: 'x', run_count: 3n },
     ]);
     expect(await wh.all(`SELECT count(*) AS n FROM _sync_schema_changes`)).toEqual([{ n: 0n }]);
+    await wh.close();
+  });
+
+  it('drops the unique index an older warehouse kept on runs, keeps its rows, and loads on without doubles', async () => {
+    const dir = join(tmp.dir, 'keyed');
+    const first = await openWarehouse(dir, { migrationsDir: legacyMigrations('0008') });
+    await first.run(
+      `INSERT INTO runs (id, created_at, updated_at, created_date, fetched_at, payload_hash)
+       SELECT 'r' || i, TIMESTAMPTZ '2026-03-01 00:00:00+00', TIMESTAMPTZ '2026-03-01 00:00:00+00',
+              DATE '2026-03-01', now(), 'h' FROM range(3) t(i)`,
+    );
+    await first.close();
+
+    const wh = await openWarehouse(dir);
+    const keys = await wh.all(
+      `SELECT constraint_type AS t FROM duckdb_constraints() WHERE table_name = 'runs' AND constraint_type <> 'NOT NULL'`,
+    );
+    expect(keys).toEqual([]);
+    expect(await shape(wh, 'runs')).toEqual(await shape(await freshShapes(), 'runs'));
+    expect(await wh.all(`SELECT id FROM runs ORDER BY id`)).toEqual([{ id: 'r0' }, { id: 'r1' }, { id: 'r2' }]);
+    const [run] = simDetails(41, 1) as { id: string; updated_at: string }[];
+    await loadRunDetails(wh, [run as never]);
+    await loadRunDetails(wh, [{ ...run, updated_at: '2027-01-01T00:00:00Z' } as never]);
+    expect(await wh.all(`SELECT count(*) AS n FROM runs WHERE id = $1`, [run?.id as string])).toEqual([{ n: 1n }]);
     await wh.close();
   });
 
