@@ -1,5 +1,5 @@
 import { neighbourRate } from './neighbour.ts';
-import { fittedSpan, logFreeAt, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
+import { fittedSpan, logFreeAt, logSpanMs, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
 import type { BucketEstimate, BudgetPolicy, BudgetState, Sample } from './types.ts';
 
 // How much room a server bucket has for our requests at a given time, read from what is known of
@@ -175,7 +175,7 @@ function uncounted(b: BucketEstimate, f: Sample): number {
  * the tentative span its figures fit so far, when they rule out a window of it. Null otherwise.
  */
 export function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
-  const tentative = b.guess === 'unknown' ? tentativeSpan(b.fit, b.samples) : null;
+  const tentative = b.guess === 'unknown' ? (tentativeSpan(b.fit, b.samples) ?? refusedSpan(b)) : null;
   const span = b.guess === 'sliding' ? fittedSpan(b.fit) : (tentative?.span ?? null);
   if (span === null) return null;
   const othersUntil = (b.last?.at ?? 0) + span;
@@ -184,6 +184,19 @@ export function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
   // A log its figures do not tell from a window yet is read as both: each must have room.
   const alone = tentative === null || tentative.notWindow;
   return { span, slack, others, othersUntil, alone, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
+}
+
+/**
+ * A bucket known only from its refusals (an endpoint whose answers carry no headers) cannot be
+ * told apart: its figures all say it is empty. Paced as a window or a token bucket alone, it is
+ * sent a whole limit at once each time room comes back, and a sliding log counts part of it
+ * before the last volley has left. No more than the limit of ours within the span of the rate
+ * keeps to every one of them; the window and bucket readings still hold beside it.
+ */
+function refusedSpan(b: BucketEstimate): { span: number; notWindow: boolean } | null {
+  const span = logSpanMs(b, b.rate);
+  if (span === null || b.samples.length === 0 || b.samples.some((x) => x.remaining > 0)) return null;
+  return { span, notWindow: false };
 }
 
 /** The bucket's content at `atMs` read as a token bucket refilled at the credited rate. */
