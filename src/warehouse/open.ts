@@ -133,11 +133,11 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   let lanes = 0;
   let broken: string | null = null;
   const renew = async (cause: unknown) => {
+    const error = String((cause as Error)?.message ?? cause).split('\n')[0];
     await current.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
-    if (lanes > 0) {
-      broken = `a commit failed (${String((cause as Error)?.message ?? cause).split('\n')[0]})`;
-      return;
-    }
+    // Until the file is open again (or for good, if it cannot be), nothing else may run.
+    broken = `a commit failed (${error})`;
+    if (lanes > 0) return;
     connection.closeSync();
     instance.closeSync();
     instance = await createInstance(
@@ -150,10 +150,8 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     connection = await instance.connect();
     current = sqlRunner(connection);
     await current.run(`SET TimeZone = 'UTC'`);
-    logger.warn(
-      { file, error: String((cause as Error)?.message ?? cause).split('\n')[0] },
-      'a commit failed; the warehouse was opened afresh',
-    );
+    broken = null;
+    logger.warn({ file, error }, 'a commit failed; the warehouse was opened afresh');
   };
 
   let chain: Promise<unknown> = Promise.resolve();
