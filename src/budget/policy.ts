@@ -179,7 +179,7 @@ export function takeSlot(
   }
   for (const [key] of mine) {
     const b = buckets[key] as BucketEstimate;
-    const level = b.level === null ? null : bucketRoom(b, at, policy) - 1;
+    const level = b.level === null ? null : bucketRoom(s, b, at, policy) - 1;
     const sent = logStart(b.sent, at, logSpanMs(b, b.rate), nowMs);
     buckets[key] = { ...b, floorMs: at, level, levelAt: Math.max(at, b.levelAt), sent };
   }

@@ -200,10 +200,20 @@ function refusedSpan(b: BucketEstimate): { span: number; notWindow: boolean } | 
 }
 
 /** The bucket's content at `atMs` read as a token bucket refilled at the credited rate. */
-export function bucketRoom(b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
+export function bucketRoom(s: BudgetState, b: BucketEstimate, atMs: number, policy: BudgetPolicy): number {
   if (b.level === null || b.rate === null) return Number.POSITIVE_INFINITY;
   const credit = (creditRate(b, policy) * Math.max(0, atMs - b.levelAt)) / 1000;
-  return Math.min(b.limit, b.level + credit);
+  return Math.min(b.limit - fullMargin(s, b, policy), b.level + credit);
+}
+
+/**
+ * How far short of full the bucket is read at most: the server counts our requests as much earlier
+ * or later after their starts as round trips vary, so a volley sent the moment the bucket read
+ * full again, a second after the last one emptied it, was refused its last request when counted
+ * a millisecond early. Below full nothing is cut, so pacing by the refill loses nothing.
+ */
+function fullMargin(s: BudgetState, b: BucketEstimate, policy: BudgetPolicy): number {
+  return Math.min((creditRate(b, policy) * slackMs(s)) / 1000, Math.max(0, b.limit - 1));
 }
 
 /**
@@ -224,12 +234,12 @@ export function room(s: BudgetState, b: BucketEstimate, atMs: number, policy: Bu
   const log = logReading(s, b, atMs);
   const windowed = log?.alone
     ? Number.POSITIVE_INFINITY
-    : Math.min(windowRoom(s, b, atMs), bucketRoom(b, atMs, policy));
+    : Math.min(windowRoom(s, b, atMs), bucketRoom(s, b, atMs, policy));
   if (log === null) return windowed - keep;
   // Before the figure's Reset what it said is left holds under every limiter; past it, the log. A
   // bucket that refills as it goes is not sent more than its refill either.
   const early = Math.max(log.room, windowRoom(s, b, atMs, false));
-  return Math.min(early, b.guess === 'bucket' ? bucketRoom(b, atMs, policy) : early, windowed) - keep;
+  return Math.min(early, b.guess === 'bucket' ? bucketRoom(s, b, atMs, policy) : early, windowed) - keep;
 }
 
 /** When the bucket will have room for one more request, from `atMs` on (a bound; the caller re-checks). */
@@ -243,7 +253,7 @@ export function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: 
       const free = logFreeAt(b.sent, atMs, log.span, log.slack, b.limit - log.others - keep - 1);
       at = free ?? (atMs < log.othersUntil ? log.othersUntil : atMs + 1000);
     }
-    return Math.max(b.guess === 'bucket' ? refilledAt(b, at, keep, policy) : at, windowed);
+    return Math.max(b.guess === 'bucket' ? refilledAt(s, b, at, keep, policy) : at, windowed);
   }
   return windowed;
 }
@@ -261,7 +271,7 @@ function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: B
     // Nothing says when room comes back: try again a second on, when the next figure will tell.
     at = Math.max(at, reset !== null && reset > atMs ? reset : atMs + 1000);
   }
-  at = refilledAt(b, at, keep, policy);
+  at = refilledAt(s, b, at, keep, policy);
   // Started this close to the window's end, a request may be counted in the next window: it waits
   // for that window and is counted there. Checked last, so no wait for refill or for our share
   // of a shared window moves a start into it.
@@ -269,8 +279,8 @@ function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: B
 }
 
 /** From `atMs` on, when the bucket read as a token bucket has one request's room beyond `keep`. */
-function refilledAt(b: BucketEstimate, atMs: number, keep: number, policy: BudgetPolicy): number {
-  const short = 1 + keep - bucketRoom(b, atMs, policy);
+function refilledAt(s: BudgetState, b: BucketEstimate, atMs: number, keep: number, policy: BudgetPolicy): number {
+  const short = 1 + keep - bucketRoom(s, b, atMs, policy);
   if (short <= 0) return atMs;
   const rate = creditRate(b, policy);
   return atMs + (rate > 0 ? (short * 1000) / rate : 1000);

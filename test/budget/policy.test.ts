@@ -100,6 +100,21 @@ describe('room', () => {
     expect(times.slice(3).map((t, i) => t - (times[i + 2] as number))).toEqual([100, 100, 100]);
   });
 
+  it('does not send a whole bucket at once when it reads full again by refill alone', () => {
+    // The same bucket, spent to its last request and left alone for 2 s: full again by its refill.
+    // Our requests are counted as much earlier or later after their starts as round trips vary,
+    // so a volley sent the moment it reads full may find it a fraction of a request short.
+    let s = figure(started(), 20, 2, 1800);
+    for (let i = 1; i <= 4; i++) {
+      s = slots(s, open, 10, T0 + i * 1000).state;
+      s = figure(s, 20, 2, 1800, T0 + i * 1000);
+    }
+    s = slots(s, open, 2, T0 + 4000).state;
+    const { times } = slots(s, open, 20, T0 + 6000);
+    expect(times.slice(0, 19).every((t) => t === 0)).toBe(true);
+    expect(times[19]).toBeGreaterThan(0);
+  });
+
   it('does not halve the rate for a first figure whose Reset was rounded up past a second', () => {
     // A bucket of 20 a second whose Reset means "full again at", sent in whole seconds rounded up:
     // a response 30 ms after a second began says full again 1.97 s on, not 0.05 s.
