@@ -40,6 +40,20 @@ const config = loadConfig({
 // BENCH_CHILD_LOG=debug shows where a pass spends its time (on stderr).
 const logger = createLogger({ level: process.env.BENCH_CHILD_LOG ?? 'silent' });
 const engine = createEngine(config, { logger, signal: new AbortController().signal, now });
+// BENCH_CHILD_MEMORY=<ms> logs the process's memory by part every so often (on stderr): V8's heap
+// against what lies outside it, mostly DuckDB's.
+const memoryEvery = Number(process.env.BENCH_CHILD_MEMORY ?? 0);
+const memoryLog =
+  memoryEvery > 0
+    ? setInterval(() => {
+        const m = process.memoryUsage();
+        const mb = (n: number) => Math.round(n / 1e6);
+        logger.info(
+          { rss: mb(m.rss), heapUsed: mb(m.heapUsed), heapTotal: mb(m.heapTotal), external: mb(m.external) },
+          'memory',
+        );
+      }, memoryEvery)
+    : null;
 const t0 = performance.now();
 let out: Record<string, number>;
 try {
@@ -62,6 +76,7 @@ try {
   }
 } finally {
   await engine.close();
+  if (memoryLog) clearInterval(memoryLog);
 }
 const wallMs = performance.now() - t0;
 

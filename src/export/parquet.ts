@@ -173,14 +173,18 @@ async function writeTree(
     for (const plan of plans) jobs.push(...(await partitionFiles(wh, runTables, plan, tree)));
     for (const t of flat)
       jobs.push({ table: t, select: `SELECT * FROM ${quoteIdent(t.name)} ORDER BY ${t.orderBy}`, path: DATA_FILE });
+    const t0 = performance.now();
     await writeFiles(wh, jobs, tree, result, options.lanes ?? wh.budget.bulkLanes);
+    wh.logger.debug({ files: jobs.length, ms: Math.round(performance.now() - t0) }, 'parquet files written');
     if (full) {
       await removeStalePartitions(tree, runTables, new Set(dates), result);
       // An empty table is still recorded, so the next export knows it was done.
       for (const t of runTables) await tree.ensureTable(t.name);
     }
     result.generation = await tree.publish();
+    const t1 = performance.now();
     result.summarized = await endMarks(wh, dates);
+    wh.logger.debug({ days: dates.length, ms: Math.round(performance.now() - t1) }, "the report's sums made again");
   } finally {
     if (threads !== wh.exportThreads) await wh.run(`SET threads = ${threads}`);
     if (raiseMemory) await wh.setMemoryLimit(memoryLimit);
