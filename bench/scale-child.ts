@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { writeHeapSnapshot } from 'node:v8';
 import { Queue } from 'bullmq';
 import { JOBS } from '../jobs/index.ts';
 import { loadConfig } from '../src/config/index.ts';
@@ -42,11 +43,20 @@ const logger = createLogger({ level: process.env.BENCH_CHILD_LOG ?? 'silent' });
 const engine = createEngine(config, { logger, signal: new AbortController().signal, now });
 // BENCH_CHILD_MEMORY=<ms> logs the process's memory by part every so often (on stderr): V8's heap
 // against what lies outside it, mostly DuckDB's.
+let snapped = false;
 const memoryEvery = Number(process.env.BENCH_CHILD_MEMORY ?? 0);
 const memoryLog =
   memoryEvery > 0
     ? setInterval(() => {
         const m = process.memoryUsage();
+        if (
+          process.env.BENCH_CHILD_SNAPSHOT &&
+          m.heapUsed > Number(process.env.BENCH_CHILD_SNAPSHOT_AT ?? 1e8) &&
+          !snapped
+        ) {
+          snapped = true;
+          writeHeapSnapshot(process.env.BENCH_CHILD_SNAPSHOT);
+        }
         const mb = (n: number) => Math.round(n / 1e6);
         logger.info(
           { rss: mb(m.rss), heapUsed: mb(m.heapUsed), heapTotal: mb(m.heapTotal), external: mb(m.external) },

@@ -44,15 +44,17 @@ export async function* listTicketBatches(
   signal: AbortSignal,
   atOnce = BATCHES_AT_ONCE,
 ): AsyncGenerator<ListedBatch> {
-  const started: Promise<ListedBatch>[] = [];
-  const start = () => {
-    const listing = listBatch(deps, batches[started.length] as TicketBatch, counts, signal);
-    // Awaited in turn below; until then a failure must not count as unhandled.
-    listing.catch(() => {});
-    started.push(listing);
-  };
+  // Only the listings in flight are held: a batch handed on is let go, or a pass would keep every
+  // summary of tens of thousands of open runs until its last batch.
+  const inFlight: Promise<ListedBatch>[] = [];
+  let started = 0;
   for (let i = 0; i < batches.length; i++) {
-    while (started.length < Math.min(batches.length, i + atOnce)) start();
-    yield await (started[i] as Promise<ListedBatch>);
+    while (started < Math.min(batches.length, i + atOnce)) {
+      const listing = listBatch(deps, batches[started++] as TicketBatch, counts, signal);
+      // Awaited in turn below; until then a failure must not count as unhandled.
+      listing.catch(() => {});
+      inFlight.push(listing);
+    }
+    yield await (inFlight.shift() as Promise<ListedBatch>);
   }
 }
