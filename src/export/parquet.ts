@@ -39,8 +39,8 @@ export interface ExportOptions {
   /** Where the tree goes (RUNSYNC_PARQUET_URL); default the warehouse's parquet/ folder. */
   target?: ParquetTarget;
   /**
-   * Files written at once (default the budget's bulkLanes). A pass's export writes one at a time:
-   * its process still holds what the pass's loads left in V8's heap.
+   * Files written at once (default the budget's bulkLanes). A pass's export writes one at a time,
+   * within loading's memory limit: its process still holds what the pass's loads left in V8's heap.
    */
   lanes?: number;
 }
@@ -161,11 +161,14 @@ async function writeTree(
   };
   // Each thread sorts a file's rows and buffers its row groups, which loading's memory limit does
   // not always hold: the export gets at least its budget's share, and its threads, for its run.
+  // A pass's export (one file at a time) keeps loading's limit: its process still holds the pass's
+  // heap, its files are a few spans each, and one that does not fit is written again alone with
+  // more (below).
   const [setting] = await wh.all<{ t: bigint | number }>(`SELECT current_setting('threads') AS t`);
   const threads = Number(setting?.t ?? wh.exportThreads);
   const memoryLimit = wh.memoryLimit;
   const exportLimit = wh.budget.exportMemoryLimit;
-  const raiseMemory = sizeBytes(memoryLimit) < sizeBytes(exportLimit);
+  const raiseMemory = options.lanes !== 1 && sizeBytes(memoryLimit) < sizeBytes(exportLimit);
   if (threads !== wh.exportThreads) await wh.run(`SET threads = ${wh.exportThreads}`);
   if (raiseMemory) await wh.setMemoryLimit(exportLimit);
   try {
