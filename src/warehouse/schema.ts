@@ -56,11 +56,7 @@ export async function dropRetiredKeys(db: SqlRunner, logger: Logger): Promise<vo
         [t.name],
       );
       if (keyed.length === 0) continue;
-      const cols = await db.all<{ name: string; type: string; nullable: string }>(
-        `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM information_schema.columns
-         WHERE table_schema = 'main' AND table_name = $1 ORDER BY ordinal_position`,
-        [t.name],
-      );
+      const cols = await tableColumns(db, t.name);
       const table = quoteIdent(t.name);
       const next = quoteIdent(`${t.name}__unkeyed`);
       const ddl = cols.map((c) => `${quoteIdent(c.name)} ${c.type}${c.nullable === 'NO' ? ' NOT NULL' : ''}`);

@@ -30,10 +30,13 @@ export async function runBookkeeping(tx: SqlRunner, bookkeeping: Bookkeeping | u
   for (const [sql, params] of bookkeeping) await tx.run(sql, params);
 }
 
-/** Names of a table's columns, in order. */
-export async function tableColumns(db: SqlRunner, table: string): Promise<{ name: string; type: string }[]> {
-  return db.all<{ name: string; type: string }>(
-    `SELECT column_name AS name, data_type AS type FROM information_schema.columns
+/** A table's columns in order: name, type, and whether they take NULL. */
+export async function tableColumns(
+  db: SqlRunner,
+  table: string,
+): Promise<{ name: string; type: string; nullable: 'YES' | 'NO' }[]> {
+  return db.all<{ name: string; type: string; nullable: 'YES' | 'NO' }>(
+    `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM information_schema.columns
      WHERE table_schema = 'main' AND table_name = $1 ORDER BY ordinal_position`,
     [table],
   );
