@@ -21,7 +21,7 @@ export interface ReadSource extends SqlRunner {
 export interface ReadSourceOptions {
   /** How long to retry while a writer holds runsync.duckdb (default 0). */
   lockWaitMs?: number;
-  /** DuckDB's memory_limit for the reader (default the budget's). */
+  /** DuckDB's memory_limit for the reader (default: the budget's, the export's share for analytics.duckdb). */
   memoryLimit?: string;
   /** The process's memory budget (default: RUNSYNC_MEMORY_LIMIT's default). */
   budget?: MemoryBudget;
@@ -52,9 +52,12 @@ export async function openReadSource(
   const file = join(dir, ANALYTICS_FILE);
   if (!existsSync(file)) throw new NoAnalyticsFileError(file);
   const budget = options.budget ?? defaultMemoryBudget();
+  // The views read every row of the Parquet tree, and their medians and distinct counts hold
+  // what they read in each thread's memory; JavaScript waits meanwhile, so the reader takes
+  // the export's share.
   const instance = await DuckDBInstance.create(file, {
     access_mode: 'READ_ONLY',
-    memory_limit: options.memoryLimit ?? budget.duckdbMemoryLimit,
+    memory_limit: options.memoryLimit ?? budget.exportMemoryLimit,
     threads: String(budget.exportThreads),
   });
   const connection = await instance.connect();
