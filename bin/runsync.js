@@ -11,14 +11,14 @@ if (!existsSync(fileURLToPath(entry))) {
 }
 
 // V8 fixes its heap ceiling when the process starts, so the share of RUNSYNC_MEMORY_LIMIT that goes
-// to V8 is given by starting the command again with --max-old-space-size (unless one was given).
-// This process only waits for that one and passes stop signals on.
-const { heapFlagFromEnv } = await import(new URL('../dist/src/util/memory-budget.js', import.meta.url).href);
-const flag =
+// to V8 is given by starting the command again with --max-old-space-size and --max-semi-space-size
+// (unless they were given). This process only waits for that one and passes stop signals on.
+const { heapFlagsFromEnv } = await import(new URL('../dist/src/util/memory-budget.js', import.meta.url).href);
+const flags =
   process.env.RUNSYNC_HEAP_SET === undefined
-    ? heapFlagFromEnv(process.env, [...process.execArgv, process.env.NODE_OPTIONS ?? ''])
-    : null;
-if (flag === null) {
+    ? heapFlagsFromEnv(process.env, [...process.execArgv, process.env.NODE_OPTIONS ?? ''])
+    : [];
+if (flags.length === 0) {
   // Started again by the launcher below: a launcher killed outright (SIGKILL, which it cannot pass
   // on) closes the channel, and the command goes with it rather than running on unseen.
   if (process.env.RUNSYNC_HEAP_SET !== undefined && process.channel) {
@@ -30,7 +30,7 @@ if (flag === null) {
 } else {
   const child = spawn(
     process.execPath,
-    [...process.execArgv, flag, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
+    [...process.execArgv, ...flags, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
     {
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
       env: { ...process.env, RUNSYNC_HEAP_SET: '1' },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, memoryBudgetOf } from '../../src/config/index.ts';
 import { sizeBytes } from '../../src/export/parquet.ts';
-import { heapFlag, memoryBudget, parseMemorySize } from '../../src/util/memory-budget.ts';
+import { heapFlags, memoryBudget, parseMemorySize } from '../../src/util/memory-budget.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 
@@ -59,10 +59,12 @@ describe('memory budget', () => {
     expect(config.memory.bytes).toBe(1e9);
   });
 
-  it("caps V8's heap unless the operator did", () => {
+  it("sizes V8's heap, each part unless the operator did", () => {
     const b = memoryBudget(400 * MB, 2);
-    expect(heapFlag(b, [''])).toBe(`--max-old-space-size=${b.heapMb}`);
-    expect(heapFlag(b, ['--max-old-space-size=900'])).toBeNull();
+    expect(heapFlags(b, [''])).toEqual([`--max-old-space-size=${b.heapMb}`, '--max-semi-space-size=4']);
+    expect(heapFlags(b, ['--max-old-space-size=900'])).toEqual(['--max-semi-space-size=4']);
+    expect(heapFlags(b, ['--max_semi_space_size=8 --max-old-space-size=900'])).toEqual([]);
+    expect(heapFlags(memoryBudget(2000 * MB, 2), [''])[1]).toBe('--max-semi-space-size=16');
   });
 
   it("reaches DuckDB's memory_limit and threads when the warehouse opens", async () => {
