@@ -2,6 +2,7 @@ import { Redis } from 'ioredis';
 import { ApiClient } from '../src/api/index.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
 import { RedisBudgetStore } from '../src/budget/redis-store.ts';
+import { slackMs } from '../src/budget/sent-log.ts';
 import { RATE_MODELS, type RateModel, type RequestRecord } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 import { type Burst, burst, rateLimitedSimulator } from './rate-kit.ts';
@@ -13,10 +14,14 @@ import { type Burst, burst, rateLimitedSimulator } from './rate-kit.ts';
 // - wall ÷ (requests ÷ R): 1.00 is every request at the key's rate; below 1 means the bucket's
 //   first burst paid for part of it;
 // - 429 share, and the busiest aligned second of detail fetches against R.
-// REDIS_URL (default redis://127.0.0.1:6379) holds the shared budget.
+// REDIS_URL (default redis://127.0.0.1:6379) holds the shared budget. BENCH_LIMITERS, BENCH_RATES
+// and BENCH_WORKERS (comma lists) pick cases, BENCH_REPEAT runs each that many times, and
+// BENCH_TRACE=1 prints each case's tenths of a second: details, list pages and 429s answered.
 
-const RATES = [5, 20, 50, 200];
-const WORKERS = [1, 3];
+const list = (v: string | undefined, all: number[]) => (v ? v.split(',').map(Number) : all);
+const RATES = list(process.env.BENCH_RATES, [5, 20, 50, 200]);
+const WORKERS = list(process.env.BENCH_WORKERS, [1, 3]);
+const REPEAT = Number(process.env.BENCH_REPEAT ?? '1');
 /** Seconds of traffic each case aims at (BENCH_SCALE scales it). */
 const SECONDS = 12;
 
@@ -57,7 +62,10 @@ async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<O
       );
       return oks.reduce((a, b) => a + b, 0);
     };
+    const watch = process.env.BENCH_TRACE ? watchBudget(store) : null;
     const o = await burst(sim, fetchAll, isDetail);
+    const seen = await watch?.stop();
+    if (process.env.BENCH_TRACE) trace(sim.counters.log(), seen ?? []);
     const ok = (r: RequestRecord) => r.status === 200;
     return {
       ...o,
@@ -68,6 +76,53 @@ async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<O
     for (const client of clients) await client.close();
     await redis.del(key);
     await sim.close();
+  }
+}
+
+/** What the shared budget believed, each half second: its guess, rate, span and round trips. */
+function watchBudget(store: RedisBudgetStore) {
+  const seen: string[] = [];
+  let on = true;
+  const loop = (async () => {
+    while (on) {
+      const s = await store.read();
+      const b = Object.values(s.buckets).find((x) => x.endpoint === null);
+      const fit = b?.fit;
+      seen.push(
+        `${b?.guess ?? '-'} rate ${b?.rate?.toFixed(1) ?? '-'} fit ${fit ? `${Math.round(fit.lo)}..${Math.round(fit.hi)}/${fit.figures}/${fit.misfits}` : '-'} ` +
+          `slack ${slackMs(s).toFixed(0)} rt ${s.latencyLowMs?.toFixed(0)}..${s.latencyHighMs?.toFixed(0)} (${s.latencyMs.toFixed(0)})`,
+      );
+      await new Promise((r) => setTimeout(r, 500));
+    }
+  })();
+  return {
+    stop: async () => {
+      on = false;
+      await loop;
+      return seen;
+    },
+  };
+}
+
+/** Tenths of a second from the first request: `details/list pages/429s`, ten to a line. */
+function trace(log: readonly RequestRecord[], seen: readonly string[]): void {
+  const t0 = log[0]?.t ?? 0;
+  const tenths: [number, number, number][] = [];
+  for (const r of log) {
+    const i = Math.floor((r.t - t0) / 100);
+    while (tenths.length <= i) tenths.push([0, 0, 0]);
+    const cell = tenths[i] as [number, number, number];
+    if (r.status === 429) cell[2]++;
+    else if (r.endpoint === 'runs.list') cell[1]++;
+    else cell[0]++;
+  }
+  for (let s = 0; s * 10 < tenths.length; s++) {
+    const second = tenths.slice(s * 10, s * 10 + 10);
+    const sum = second.reduce((n, c) => n + c[0] + c[1], 0);
+    const cells = second.map(([d, l, x]) => `${d}${l ? `+${l}` : ''}${x ? `!${x}` : ''}`);
+    console.error(
+      `     ${String(s).padStart(3)}s ${String(sum).padStart(4)}: ${cells.join(' ')}   ${seen[2 * s] ?? ''}`,
+    );
   }
 }
 
@@ -116,7 +171,7 @@ const bench: Bench = async (ctx: BenchContext) => {
   try {
     for (const model of models) {
       for (const rate of RATES) {
-        for (const workers of WORKERS) {
+        for (const workers of WORKERS.flatMap((w) => Array<number>(REPEAT).fill(w))) {
           const c = { model, rate, workers };
           const n = Math.max(30, Math.round(rate * SECONDS * ctx.scale));
           const o = await runCase(c, n, redis, run++);

@@ -17,11 +17,13 @@ import {
 import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
+  logAnswered,
   logDrop,
   logLate,
   logSpanMs,
   logStart,
   oursInFigure,
+  quickest,
   slackMs,
   startedAlongside,
 } from './sent-log.ts';
@@ -310,6 +312,38 @@ export function startedLate(s: BudgetState, endpoint: string, plannedMs: number,
   const buckets = { ...s.buckets };
   for (const [key, b] of drawnOn(s, endpoint, atMs)) buckets[key] = { ...b, sent: logLate(b.sent, plannedMs, atMs) };
   return { ...s, buckets };
+}
+
+/** A request's answer: when its start was logged, and how long after that the answer came. */
+export interface Answer {
+  endpoint: string;
+  loggedMs: number;
+  took: number;
+}
+
+/** Notes answers in the starts' log of every bucket they drew on (see sent-log.ts's Lag). */
+export function answered(s: BudgetState, answers: readonly Answer[]): BudgetState {
+  if (answers.length === 0) return s;
+  const buckets = { ...s.buckets };
+  // Starts made before any bucket was known are the first buckets' log once one is.
+  let firstSent = Object.keys(s.buckets).length === 0 ? s.firstSent : undefined;
+  let quickestMs = s.quickestMs;
+  for (const a of answers) {
+    if (!(a.took >= 0)) continue;
+    const q = quickest(quickestMs, a.took);
+    quickestMs = q;
+    for (const [key, b] of Object.entries(buckets)) {
+      if (b.endpoint === null || b.endpoint === a.endpoint)
+        buckets[key] = { ...b, sent: logAnswered(b.sent, a.loggedMs, a.took, q) };
+    }
+    if (firstSent !== undefined) firstSent = logAnswered(firstSent, a.loggedMs, a.took, q);
+  }
+  return {
+    ...s,
+    buckets,
+    ...(firstSent === undefined ? {} : { firstSent }),
+    ...(quickestMs === undefined ? {} : { quickestMs }),
+  };
 }
 
 /** Holds the callers of `endpoint`'s refusing bucket, or every caller, until `untilMs`. */

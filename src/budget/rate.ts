@@ -3,7 +3,7 @@ import { silentLogger } from '../util/logger.ts';
 import { systemClock } from './clock.ts';
 import { readRateHeaders } from './headers.ts';
 import { MemoryBudgetStore } from './memory-store.ts';
-import { learn, pacedRate, pauseUntil, startedLate, takeSlot, unsent } from './policy.ts';
+import { type Answer, answered, learn, pacedRate, pauseUntil, startedLate, takeSlot, unsent } from './policy.ts';
 import { tookMs } from './round-trips.ts';
 import { ON_TIME_MS } from './sent-log.ts';
 import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
@@ -37,6 +37,20 @@ export class SharedRateBudget implements RateBudget {
   private toldLatency = 0;
   /** Whether a response has been seen, so the shared state need not be told again. */
   private heard = false;
+  /** When each grant's start was logged in the shared state, for its answer to be placed. */
+  private readonly logged = new WeakMap<Grant, number>();
+  /**
+   * Answers not yet told to the shared state: they go with this process's next update of it (its
+   * next turn, as a rule, moments later), so telling them costs no write of its own.
+   */
+  private answers: Answer[] = [];
+
+  /** The answers to tell with an update, taken so no other update tells them again. */
+  private takeAnswers(): Answer[] {
+    const out = this.answers;
+    this.answers = [];
+    return out;
+  }
 
   constructor(options: RateBudgetOptions = {}) {
     const ceiling = options.ceilingPerSecond ?? null;
@@ -58,13 +72,15 @@ export class SharedRateBudget implements RateBudget {
       if (signal?.aborted) throw signal.reason;
       // The time is read when the step runs, not when it is queued: with a shared store the update
       // may wait behind others, and a slot cut from a stale "now" would lie in the past.
-      const slot = await this.store.update((s) => takeSlot(s, endpoint, this.clock.now(), this.policy));
+      const told = this.takeAnswers();
+      const slot = await this.store.update((s) => takeSlot(answered(s, told), endpoint, this.clock.now(), this.policy));
       const now = this.clock.now();
       if ('wait' in slot) {
         await this.clock.sleep(slot.wait - now, signal);
         turn--;
         continue;
       }
+      let logged = slot.at;
       if (slot.at > now) {
         await this.clock.sleep(slot.at - now, signal);
         // A 429 seen by another caller while we waited, or waking late (a busy event loop), makes
@@ -79,22 +95,30 @@ export class SharedRateBudget implements RateBudget {
         }
         // Our starts are paced by when earlier ones happened, so a late one is logged as it is.
         if (woke - slot.at > ON_TIME_MS) {
+          logged = woke;
           await this.store.update((s) => ({ state: startedLate(s, endpoint, slot.at, woke), result: undefined }));
         }
       }
       this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
       if (slot.probe) this.probes++;
-      return {
+      const grant = {
         seq: slot.seq,
         at: Math.max(slot.at, this.clock.now()),
         endpointSeq: slot.endpointSeq,
         probe: slot.probe,
       };
+      this.logged.set(grant, logged);
+      return grant;
     }
   }
 
   async observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void> {
     const obs = readRateHeaders(headers, this.clock.now());
+    const loggedMs = grant === undefined ? undefined : this.logged.get(grant);
+    // A refused request was never counted, and its start leaves the log.
+    if (loggedMs !== undefined && status !== 429) {
+      this.answers.push({ endpoint, loggedMs, took: this.clock.now() - loggedMs });
+    }
     if (!obs) {
       await this.noteLatency(grant);
       // Only a runs-list page carries the limits (as the spec has it); once one came back without
@@ -105,7 +129,9 @@ export class SharedRateBudget implements RateBudget {
       return;
     }
     this.heard = true;
-    const change = await this.store.update((s) => {
+    const told = this.takeAnswers();
+    const change = await this.store.update((s0) => {
+      const s = answered(s0, told);
       const state = learn(s, obs, status === 429, endpoint, grant, this.policy);
       const before = pacedRate(s, this.policy);
       const after = pacedRate(state, this.policy);

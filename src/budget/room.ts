@@ -1,5 +1,5 @@
 import { neighbourRate } from './neighbour.ts';
-import { fittedSpan, logFreeAt, logSpanMs, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
+import { fittedSpan, lagOf, logFreeAt, logSpanMs, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
 import type { BucketEstimate, BudgetPolicy, BudgetState, Sample } from './types.ts';
 
 // How much room a server bucket has for our requests at a given time, read from what is known of
@@ -180,10 +180,10 @@ export function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
   if (span === null) return null;
   const othersUntil = (b.last?.at ?? 0) + span;
   const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;
-  const slack = slackMs(s);
+  const lag = lagOf(s);
   // A log its figures do not tell from a window yet is read as both: each must have room.
   const alone = tentative === null || tentative.notWindow;
-  return { span, slack, others, othersUntil, alone, room: b.limit - others - oursAt(b.sent, atMs, span, slack) };
+  return { span, lag, others, othersUntil, alone, room: b.limit - others - oursAt(b.sent, atMs, span, lag) };
 }
 
 /**
@@ -250,7 +250,7 @@ export function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: 
   let at = atMs;
   if (log !== null) {
     if (Math.max(log.room, windowRoom(s, b, atMs, false)) - keep < 1) {
-      const free = logFreeAt(b.sent, atMs, log.span, log.slack, b.limit - log.others - keep - 1);
+      const free = logFreeAt(b.sent, atMs, log.span, log.lag, b.limit - log.others - keep - 1);
       at = free ?? (atMs < log.othersUntil ? log.othersUntil : atMs + 1000);
     }
     return Math.max(b.guess === 'bucket' ? refilledAt(s, b, at, keep, policy) : at, windowed);

@@ -9,7 +9,9 @@ import type { BucketEstimate, Sample, SentEntry } from './types.ts';
 // limit within the span" by our starts, which is exact for the log.
 //
 // Starts close together are kept as one entry at the latest of them (leaving later is the safe
-// side), so a long span at a high rate stays a few hundred entries in the shared state.
+// side), so a long span at a high rate stays a few hundred entries in the shared state. An entry
+// also keeps how soon its starts were answered, by class, so each part of it leaves the log as
+// soon as its answers allow (see Lag).
 
 const ENTRIES = 128;
 /** Figures that must agree on a span before it is paced by. */
@@ -39,6 +41,124 @@ export function slackMs(s: {
   return Math.max(0, spread) + ON_TIME_MS + 1;
 }
 
+/**
+ * How late after its logged start one of our requests may have been counted, relative to the
+ * quickest of ours: `slack` for a start not answered yet. An answered one was counted before its
+ * answer came, so no later after its start than it took less the quickest answer lately (the part
+ * of a round trip every request spends, on the way there and back): most requests come back
+ * quickly, and the few slow ones no longer hold every request back by the whole spread, which
+ * paced a log that much below its rate each span.
+ */
+export interface Lag {
+  slack: number;
+  /** The quickest answer lately, from a logged start; null while too few round trips tell it. */
+  quickest: number | null;
+}
+
+export function lagOf(s: {
+  latencyMs: number;
+  latencyLowMs?: number;
+  latencyHighMs?: number;
+  roundTrips?: number;
+  quickestMs?: number;
+}): Lag {
+  // As for the slack: one round trip does not say what the quickest is.
+  const quickest =
+    (s.roundTrips ?? 0) < 2 || s.quickestMs === undefined
+      ? null
+      : Math.min(s.quickestMs, s.latencyLowMs ?? s.latencyMs);
+  return { slack: slackMs(s), quickest };
+}
+
+/**
+ * How much longer than its entry's base an answered start took, at most, by class: an entry's
+ * answered starts are counted in the first class that holds them, so a volley's quick ones leave
+ * the log apart from its slow ones. Slower ones count as not answered.
+ */
+const ANSWER_CLASSES_MS = [5, 10, 20, 40] as const;
+
+/**
+ * An entry with `count` starts and, past an answer, its base and answered starts by class. No more
+ * are answered than started: a start that left the entry takes a slow one's answer with it first.
+ */
+function entry(at: number, count: number, first: number, base?: number, answered?: readonly number[]): SentEntry {
+  if (base === undefined || answered === undefined) return first === at ? [at, count] : [at, count, first];
+  const classes = ANSWER_CLASSES_MS.map((_, i) => answered[i] ?? 0);
+  let over = classes.reduce((n, c) => n + c, 0) - count;
+  for (let i = classes.length - 1; i >= 0 && over > 0; i--) {
+    const cut = Math.min(over, classes[i] as number);
+    classes[i] = (classes[i] as number) - cut;
+    over -= cut;
+  }
+  return [at, count, first, base, ...classes];
+}
+
+/** An entry's answered starts by class. */
+function answeredOf(e: SentEntry): number[] {
+  return ANSWER_CLASSES_MS.map((_, i) => e[4 + i] ?? 0);
+}
+
+/** The entry with `count` starts, what its answers told kept. */
+function recount(e: SentEntry, count: number): SentEntry {
+  return entry(e[0], count, e[2] ?? e[0], e[3], answeredOf(e));
+}
+
+/** When the server no longer counts each part of the entry's starts, at the latest, and how many. */
+function leaving(e: SentEntry, spanMs: number, lag: Lag): [at: number, count: number][] {
+  const [at, count, , base] = e;
+  const quick = lag.quickest;
+  const out: [number, number][] = [];
+  let left = count;
+  if (quick !== null && base !== undefined) {
+    const answered = answeredOf(e);
+    ANSWER_CLASSES_MS.forEach((ms, i) => {
+      const n = Math.min(left, answered[i] as number);
+      if (n <= 0) return;
+      out.push([at + spanMs + Math.min(lag.slack, Math.max(0, base + ms - quick) + ON_TIME_MS + 1), n]);
+      left -= n;
+    });
+  }
+  if (left > 0) out.push([at + spanMs + lag.slack, left]);
+  return out;
+}
+
+/**
+ * A start logged at `loggedMs` was answered `took` ms after it: its entry counts it in the class
+ * of how much longer it took than the entry's base (the quickest answer when the entry's first
+ * came, at most its own).
+ */
+export function logAnswered(
+  log: readonly SentEntry[] | undefined,
+  loggedMs: number,
+  took: number,
+  quickestMs: number,
+): SentEntry[] {
+  const out = [...(log ?? [])];
+  for (let i = out.length - 1; i >= 0; i--) {
+    const e = out[i] as SentEntry;
+    const first = e[2] ?? e[0];
+    if (first > loggedMs) continue;
+    if (e[0] < loggedMs) break;
+    const answered = answeredOf(e);
+    if (answered.reduce((n, c) => n + c, 0) >= e[1]) continue;
+    const base = e[3] ?? Math.min(took, quickestMs);
+    const k = ANSWER_CLASSES_MS.findIndex((ms) => took - base <= ms);
+    if (k < 0) break;
+    const classes = ANSWER_CLASSES_MS.map((_, j) => (answered[j] ?? 0) + (j === k ? 1 : 0));
+    out[i] = entry(e[0], e[1], first, base, classes);
+    break;
+  }
+  return out;
+}
+
+/** How much of the quickest answer each new one leaves standing (see round-trips.ts's SPREAD_KEEP). */
+const QUICKEST_KEEP = 0.999;
+
+/** Notes an answer's time from its logged start, for the quickest lately. */
+export function quickest(old: number | undefined, took: number): number {
+  return old === undefined ? took : Math.min(took, old * QUICKEST_KEEP + took * (1 - QUICKEST_KEEP));
+}
+
 /** Entries within this of each other are joined; their starts are known no closer than that. */
 function joinMs(spanMs: number | null): number {
   return spanMs === null ? 0 : spanMs / ENTRIES;
@@ -64,16 +184,17 @@ export function logStart(
   const last = kept[kept.length - 1];
   // Joined from its first start, not its latest: joining on, start by start, would let one entry
   // stretch over any number of starts that come close together, and read them all as young.
-  if (last !== undefined && atMs - (last[2] ?? last[0]) <= joinMs(spanMs))
-    kept[kept.length - 1] = [Math.max(last[0], atMs), last[1] + 1, Math.min(last[2] ?? last[0], atMs)];
-  else kept.push([atMs, 1]);
+  if (last !== undefined && atMs - (last[2] ?? last[0]) <= joinMs(spanMs)) {
+    const first = Math.min(last[2] ?? last[0], atMs);
+    kept[kept.length - 1] = entry(Math.max(last[0], atMs), last[1] + 1, first, last[3], answeredOf(last));
+  } else kept.push([atMs, 1]);
   return kept.length > 2 * ENTRIES ? kept.slice(-2 * ENTRIES) : kept;
 }
 
 /** Our requests the server may still count at `atMs`. */
-export function oursAt(log: readonly SentEntry[] | undefined, atMs: number, spanMs: number, slack: number): number {
+export function oursAt(log: readonly SentEntry[] | undefined, atMs: number, spanMs: number, lag: Lag): number {
   let n = 0;
-  for (const [at, count] of log ?? []) if (at > atMs - spanMs - slack) n += count;
+  for (const e of log ?? []) for (const [leaves, count] of leaving(e, spanMs, lag)) if (leaves > atMs) n += count;
   return n;
 }
 
@@ -121,8 +242,9 @@ export function logDrop(log: readonly SentEntry[] | undefined, atMs: number): Se
     // A joined entry holds every start from its first to its latest.
     if ((e[2] ?? e[0]) > atMs) continue;
     if (e[0] < atMs - 5) break;
-    if (e[1] > 1) out[i] = e[2] === undefined ? [e[0], e[1] - 1] : [e[0], e[1] - 1, e[2]];
-    else out.splice(i, 1);
+    if (e[1] > 1) {
+      out[i] = recount(e, e[1] - 1);
+    } else out.splice(i, 1);
     break;
   }
   return out;
@@ -135,7 +257,9 @@ export function logLate(log: readonly SentEntry[] | undefined, plannedMs: number
     const e = out[i] as SentEntry;
     if (e[0] < plannedMs) break;
     if (e[0] === plannedMs || (e[0] > plannedMs && e[0] < atMs)) {
-      out[i] = [atMs, e[1]];
+      // The late start alone moves: the rest of a joined entry keep what their answers told.
+      if (e[1] > 1) out.splice(i, 1, recount(e, e[1] - 1), [atMs, 1]);
+      else out[i] = [atMs, 1];
       break;
     }
   }
@@ -150,16 +274,19 @@ export function logFreeAt(
   log: readonly SentEntry[] | undefined,
   atMs: number,
   spanMs: number,
-  slack: number,
+  lag: Lag,
   allowed: number,
 ): number | null {
   if (allowed < 0) return null;
-  const counted = (log ?? []).filter((e) => e[0] > atMs - spanMs - slack);
+  const counted = (log ?? [])
+    .flatMap((e) => leaving(e, spanMs, lag))
+    .filter(([leaves]) => leaves > atMs)
+    .sort((a, b) => a[0] - b[0]);
   let excess = counted.reduce((n, e) => n + e[1], 0) - allowed;
   if (excess <= 0) return atMs;
-  for (const [at, count] of counted) {
+  for (const [leaves, count] of counted) {
     excess -= count;
-    if (excess <= 0) return at + spanMs + slack + 1;
+    if (excess <= 0) return leaves + 1;
   }
   return null;
 }

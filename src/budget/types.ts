@@ -96,8 +96,12 @@ export interface BucketEstimate {
   neighbour?: NeighbourUse;
 }
 
-/** Starts of our requests: when (the latest of them), how many, and the first of them when joined. */
-export type SentEntry = readonly [at: number, count: number, first?: number];
+/**
+ * Starts of our requests: when (the latest of them), how many, and the first of them when joined;
+ * then, once any was answered, a base time and how many were answered within each class of time
+ * beyond it (see sent-log.ts).
+ */
+export type SentEntry = readonly [at: number, count: number, first?: number, base?: number, ...answered: number[]];
 
 export interface BudgetState {
   /** Grants made so far by every caller, and per endpoint. */
@@ -124,6 +128,8 @@ export interface BudgetState {
   latencyHighMs?: number;
   /** Round trips noted so far (see round-trips.ts). */
   roundTrips?: number;
+  /** The shortest time from a logged start to its answer lately (see sent-log.ts's answered). */
+  quickestMs?: number;
   /** 429s received by every caller. */
   limited: number;
   /** Grants that took nothing from any bucket (refused, or given up before sending), and per endpoint. */

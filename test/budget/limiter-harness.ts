@@ -51,6 +51,9 @@ export interface HarnessOptions {
   latencyMs?: number;
   /** Each way of a request takes up to this much longer, at random (seeded): round trips vary. */
   jitterMs?: number;
+  /** One request in `slowEvery` (at random, seeded) takes `slowMs` longer each way: a busy process. */
+  slowMs?: number;
+  slowEvery?: number;
   /** Each worker's first request takes this much longer to reach the server (a connection opened). */
   coldMs?: number;
   /** Where in a second the run starts, in ms (default 123). */
@@ -101,6 +104,7 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
     return seed / 2_147_483_648;
   };
   const way = () => latency / 2 + (jitter > 0 ? random() * jitter : 0);
+  const slow = () => (o.slowMs && o.slowEvery && random() * o.slowEvery < 1 ? o.slowMs : 0);
   const end = T0 + o.seconds * 1000;
   let requests = 0;
   let ok = 0;
@@ -117,12 +121,13 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
       if (grant.probe) void one(budget, 'runs.list');
       const cold = warm.has(budget) ? 0 : (o.coldMs ?? 0);
       warm.add(budget);
-      await clock.sleep(way() + cold);
+      const late = slow();
+      await clock.sleep(way() + cold + late);
       const d = limiter.check('k', 'org', endpoint, clock.now());
       requests++;
       if (d)
         o.onRequest?.({ at: clock.now() - T0, endpoint, allowed: d.allowed, remaining: d.remaining, reset: d.reset });
-      await clock.sleep(way());
+      await clock.sleep(way() + late);
       const headers: HeaderMap =
         d && (endpoint === 'runs.list' || !d.allowed)
           ? {

@@ -208,6 +208,36 @@ describe('a sliding log', () => {
     },
   );
 
+  it.each([
+    [20, 1],
+    [50, 1],
+    [50, 3],
+    [200, 1],
+    [200, 3],
+  ])('keeps %i/s from %i worker(s) when one round trip in twenty is slow', async (rate, workers) => {
+    // A busy process (three workers sharing the budget, the server beside them) answers most
+    // requests at once and a few 40 ms late each way. Paced a whole spread of round trips after
+    // its own start, each request's successor a span on lost that spread every span, though
+    // nearly all of them had long come back and could not have been counted that late. (With
+    // more callers than a span's requests, turns are handed out a span ahead, before the
+    // answers they would be paced by: those keep to the spread.)
+    let lateRefusals = 0;
+    const r = await runHarness({
+      limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
+      seconds: SECONDS,
+      reserve: 0,
+      workers,
+      slowMs: 40,
+      slowEvery: 20,
+      onRequest: (e) => {
+        if (!e.allowed && e.at > 10_000) lateRefusals++;
+      },
+    });
+    expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
+    expect(r.lateRate / rate).toBeGreaterThan(0.96);
+    expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
+  });
+
   it('paces a minute-long log to its limit a minute', async () => {
     const r = await runHarness({
       limits: { model: 'sliding', perKey: { limit: 300, windowSeconds: 60 } },
