@@ -73,29 +73,46 @@ export function lagOf(s: {
 /**
  * How much longer than its entry's base an answered start took, at most, by class: an entry's
  * answered starts are counted in the first class that holds them, so a volley's quick ones leave
- * the log apart from its slow ones. Slower ones count as not answered.
+ * the log apart from its slow ones. Slower ones are counted apart, with the longest they took.
  */
 const ANSWER_CLASSES_MS = [5, 10, 20, 40] as const;
+const SLOW = 4 + ANSWER_CLASSES_MS.length;
 
-/**
- * An entry with `count` starts and, past an answer, its base and answered starts by class. No more
- * are answered than started: a start that left the entry takes a slow one's answer with it first.
- */
-function entry(at: number, count: number, first: number, base?: number, answered?: readonly number[]): SentEntry {
-  if (base === undefined || answered === undefined) return first === at ? [at, count] : [at, count, first];
-  const classes = ANSWER_CLASSES_MS.map((_, i) => answered[i] ?? 0);
-  let over = classes.reduce((n, c) => n + c, 0) - count;
-  for (let i = classes.length - 1; i >= 0 && over > 0; i--) {
-    const cut = Math.min(over, classes[i] as number);
-    classes[i] = (classes[i] as number) - cut;
-    over -= cut;
-  }
-  return [at, count, first, base, ...classes];
+/** Answered starts by class, then those slower than every class and the longest of them took. */
+interface Answered {
+  classes: number[];
+  slow: number;
+  slowTook: number;
 }
 
-/** An entry's answered starts by class. */
-function answeredOf(e: SentEntry): number[] {
-  return ANSWER_CLASSES_MS.map((_, i) => e[4 + i] ?? 0);
+/**
+ * An entry with `count` starts and, past an answer, its base and answered starts. No more are
+ * answered than started: a start that left the entry takes the slowest answer with it first.
+ */
+function entry(at: number, count: number, first: number, base?: number, answered?: Answered): SentEntry {
+  if (base === undefined || answered === undefined) return first === at ? [at, count] : [at, count, first];
+  const classes = [...answered.classes];
+  let slow = answered.slow;
+  let over = classes.reduce((n, c) => n + c, slow) - count;
+  const cut = Math.max(0, Math.min(over, slow));
+  slow -= cut;
+  over -= cut;
+  for (let i = classes.length - 1; i >= 0 && over > 0; i--) {
+    const n = Math.min(over, classes[i] as number);
+    classes[i] = (classes[i] as number) - n;
+    over -= n;
+  }
+  return slow > 0
+    ? [at, count, first, base, ...classes, slow, answered.slowTook]
+    : [at, count, first, base, ...classes];
+}
+
+function answeredOf(e: SentEntry): Answered {
+  return {
+    classes: ANSWER_CLASSES_MS.map((_, i) => e[4 + i] ?? 0),
+    slow: e[SLOW] ?? 0,
+    slowTook: e[SLOW + 1] ?? 0,
+  };
 }
 
 /** The entry with `count` starts, what its answers told kept. */
@@ -103,23 +120,40 @@ function recount(e: SentEntry, count: number): SentEntry {
   return entry(e[0], count, e[2] ?? e[0], e[3], answeredOf(e));
 }
 
-/** When the server no longer counts each part of the entry's starts, at the latest, and how many. */
-function leaving(e: SentEntry, spanMs: number, lag: Lag): [at: number, count: number][] {
-  const [at, count, , base] = e;
+/**
+ * How late after the entry's time each part of its starts may have been counted, and how many:
+ * the answered ones by how long they took, the rest by how much round trips vary.
+ */
+function lags(e: SentEntry, lag: Lag): [ms: number, count: number][] {
+  const [, count, , base] = e;
   const quick = lag.quickest;
   const out: [number, number][] = [];
   let left = count;
   if (quick !== null && base !== undefined) {
-    const answered = answeredOf(e);
+    const a = answeredOf(e);
     ANSWER_CLASSES_MS.forEach((ms, i) => {
-      const n = Math.min(left, answered[i] as number);
+      const n = Math.min(left, a.classes[i] as number);
       if (n <= 0) return;
-      out.push([at + spanMs + Math.min(lag.slack, Math.max(0, base + ms - quick) + ON_TIME_MS + 1), n]);
+      out.push([Math.min(lag.slack, Math.max(0, base + ms - quick) + ON_TIME_MS + 1), n]);
       left -= n;
     });
+    const n = Math.min(left, a.slow);
+    // Slower than the spread seen: what it took says how late it may have been counted.
+    if (n > 0) out.push([Math.max(lag.slack, a.slowTook - quick + ON_TIME_MS + 1), n]);
+    left -= Math.max(0, n);
   }
-  if (left > 0) out.push([at + spanMs + lag.slack, left]);
+  if (left > 0) out.push([lag.slack, left]);
   return out;
+}
+
+/** When the server no longer counts each part of the entry's starts, at the latest, and how many. */
+function leaving(e: SentEntry, spanMs: number, lag: Lag): [at: number, count: number][] {
+  return lags(e, lag).map(([ms, n]) => [e[0] + spanMs + ms, n]);
+}
+
+/** The latest after the entry's time any of its starts may have been counted. */
+function latestLag(e: SentEntry, lag: Lag): number {
+  return Math.max(0, ...lags(e, lag).map(([ms]) => ms));
 }
 
 /**
@@ -139,13 +173,15 @@ export function logAnswered(
     const first = e[2] ?? e[0];
     if (first > loggedMs) continue;
     if (e[0] < loggedMs) break;
-    const answered = answeredOf(e);
-    if (answered.reduce((n, c) => n + c, 0) >= e[1]) continue;
+    const a = answeredOf(e);
+    if (a.classes.reduce((n, c) => n + c, a.slow) >= e[1]) continue;
     const base = e[3] ?? Math.min(took, quickestMs);
     const k = ANSWER_CLASSES_MS.findIndex((ms) => took - base <= ms);
-    if (k < 0) break;
-    const classes = ANSWER_CLASSES_MS.map((_, j) => (answered[j] ?? 0) + (j === k ? 1 : 0));
-    out[i] = entry(e[0], e[1], first, base, classes);
+    const answered =
+      k < 0
+        ? { ...a, slow: a.slow + 1, slowTook: Math.max(a.slowTook, took) }
+        : { ...a, classes: a.classes.map((c, j) => c + (j === k ? 1 : 0)) };
+    out[i] = entry(e[0], e[1], first, base, answered);
     break;
   }
   return out;
@@ -323,6 +359,8 @@ export interface FigureSeen {
   /** How far our starts may be off from the server's counts, and a round trip at most. */
   tolMs: number;
   latencyMs: number;
+  /** How late our starts may have been counted, each by its answer when it came. */
+  lag?: Lag;
 }
 
 export function spanBounds(
@@ -348,7 +386,7 @@ export function spanBounds(
     for (let shift = -after; shift <= before; shift++) {
       const need = f.held - counted + shift;
       if (need < 0) continue;
-      const b = boundsFrom(older, newest[0], need, f, spanMs);
+      const b = boundsFrom(older, newest, need, f, spanMs);
       if (b === 'short') continue;
       read = true;
       if (b !== null) {
@@ -372,35 +410,39 @@ function countIn(log: readonly SentEntry[], fromMs: number, toMs: number): numbe
 /** Bounds when `need` of the older entries were counted besides the figure's group (at `groupAt`). */
 function boundsFrom(
   older: readonly SentEntry[],
-  groupAt: number,
+  group: SentEntry,
   need: number,
   f: FigureSeen,
   spanMs: number | null,
 ): { lo: number; hi: number } | null | 'short' {
   const join = joinMs(spanMs);
   let n = 0;
-  let oldest = groupAt;
+  let oldest = group;
   let hi = Number.POSITIVE_INFINITY;
   for (let i = older.length - 1; i >= 0; i--) {
-    const [at, count] = older[i] as SentEntry;
+    const e = older[i] as SentEntry;
     if (n >= need) {
-      hi = f.startedAtMs - at + join + f.tolMs;
+      hi = f.startedAtMs - e[0] + join + f.tolMs;
       break;
     }
-    n += count;
-    oldest = at;
+    n += e[1];
+    oldest = e;
     // An entry holding starts on both sides: some of its starts had left, some not.
     if (n > need) {
-      hi = f.startedAtMs - at + join + f.tolMs;
+      hi = f.startedAtMs - e[0] + join + f.tolMs;
       break;
     }
   }
   if (n < need) return 'short';
-  let lo = f.startedAtMs - oldest - f.tolMs;
+  // The oldest counted may have been counted as late as its answer says: a slow one read as
+  // counted at its start would put the span beyond the whole seconds it is quoted in.
+  const late = f.lag === undefined ? 0 : latestLag(oldest, f.lag);
+  let lo = f.startedAtMs - oldest[0] - Math.max(f.tolMs, late);
   if (f.resetAtMs !== null) {
     // The oldest leaves a span after it was counted, which was up to a round trip after it started.
-    lo = Math.max(lo, f.resetAtMs - 1000 - oldest - f.latencyMs - f.tolMs);
-    hi = Math.min(hi, f.resetAtMs - oldest + join + f.tolMs);
+    const counted = Math.max(f.latencyMs + f.tolMs, late + (f.lag?.quickest ?? 0));
+    lo = Math.max(lo, f.resetAtMs - 1000 - oldest[0] - counted);
+    hi = Math.min(hi, f.resetAtMs - oldest[0] + join + f.tolMs);
   }
   return lo > hi ? null : { lo, hi };
 }
