@@ -244,16 +244,32 @@ async function partitionFiles(
     for (const t of runTables) {
       // One COPY per file: each sorts at most a day's rows, which stays within the memory limit
       // however large the table grows (one partitioned COPY of the whole set does not).
-      const where =
-        whole || t.name === 'runs' ? runs : `${day} AND ${quoteIdent(t.runKey)} IN (SELECT id FROM runs WHERE ${runs})`;
       // A child table's rows are written as stored: a run's rows went in together, so they lie
       // together, and sorting a day of steps would take about as long again as writing them.
-      const order = t.name === 'runs' ? ` ORDER BY ${t.orderBy}` : '';
-      const select = `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${where}${order}`;
+      const select =
+        t.name === 'runs'
+          ? `SELECT * EXCLUDE (created_date) FROM runs WHERE ${runs} ORDER BY ${t.orderBy}`
+          : whole
+            ? `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${day}`
+            : childRowsOf(t, day, runs);
       jobs.push({ table: t, select, path: `${part}/${spanFile(plan.span, start)}` });
     }
   }
   return jobs;
+}
+
+/**
+ * A child table's rows of a span's runs, found by row id: a first scan reads only the run key of
+ * the day's rows, and the rows it finds bound the row ids the second scan reads every column of
+ * (DuckDB passes a join's bounds to the scan), where filtering by run key alone reads every column
+ * of the day's rows. A run's rows go in together and a day's runs mostly in created order, so a
+ * span's rows lie in few row groups.
+ */
+function childRowsOf(t: ExportTable, day: string, runs: string): string {
+  const table = quoteIdent(t.stored.table);
+  const own = t.stored.where ? `(${t.stored.where}) AND ` : '';
+  const found = `SELECT rowid FROM ${table} WHERE ${own}${day} AND ${quoteIdent(t.runKey)} IN (SELECT id FROM runs WHERE ${runs})`;
+  return `SELECT * EXCLUDE (created_date) FROM ${table} WHERE ${day} AND rowid IN (${found})`;
 }
 
 type Copy = (db: SqlRunner, select: string, file: string) => Promise<number>;

@@ -12,6 +12,8 @@ export interface ExportTable {
   orderBy: string;
   /** The column naming a row's run (or catalog object): its own key, or a child's parent key. */
   runKey: string;
+  /** The table its rows lie in: its own, or for a view the export writes like a table, the view's. */
+  stored: { table: string; where: string | null };
 }
 
 export function exportTables(resources: readonly ResourceSpec[]): ExportTable[] {
@@ -21,6 +23,7 @@ export function exportTables(resources: readonly ResourceSpec[]): ExportTable[] 
       partitioned: t.partitioned,
       orderBy: t.orderBy,
       runKey: t.child ? t.child.parentKey : r.key,
+      stored: t.derivedFrom ?? { table: t.name, where: null },
     })),
   );
 }
