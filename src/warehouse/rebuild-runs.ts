@@ -58,8 +58,13 @@ export async function rebuildRuns(
     for (const o of observed) await evolveSchema(tx, wh, 'runs', o, wh.now());
   });
 
+  const t0 = performance.now();
   await chooseWinners(wh, files);
   const ranges = await rangesOfWinners(wh, rangeRuns);
+  wh.logger.debug(
+    { files: files.length, ranges: ranges.length, ms: Math.round(performance.now() - t0) },
+    'rebuild: winners chosen',
+  );
   await wh.run('DROP TABLE _rebuild_win');
   await wh.run('DROP TABLE _rebuild_payloads');
   const resource = wh.resource('runs');
@@ -80,7 +85,12 @@ export async function rebuildRuns(
         count(result, st, row?.Count);
       });
       outsized.push(...undone);
+      const t1 = performance.now();
       await wh.run('CHECKPOINT');
+      wh.logger.debug(
+        { runs: result.runs, checkpointMs: Math.round(performance.now() - t1) },
+        'rebuild: a range written',
+      );
     }
   } finally {
     await wh.run(`SET checkpoint_threshold = ${quoteLiteral(threshold?.t ?? CHECKPOINT_THRESHOLD)}`);
