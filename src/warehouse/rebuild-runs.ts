@@ -60,13 +60,16 @@ export async function rebuildRuns(
 
   const t0 = performance.now();
   await chooseWinners(wh, files);
-  const ranges = await rangesOfWinners(wh, rangeRuns);
+  const ranges = await rangesOfWinners(wh, files, rangeRuns);
   wh.logger.debug(
     { files: files.length, ranges: ranges.length, ms: Math.round(performance.now() - t0) },
     'rebuild: winners chosen',
   );
   await wh.run('DROP TABLE _rebuild_win');
   await wh.run('DROP TABLE _rebuild_payloads');
+  // DuckDB's allocator keeps what the choice's sorts freed until the limit is set again (open.ts);
+  // at a million runs the ranges' statements then began 60 MB above it.
+  await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
   const resource = wh.resource('runs');
   const sql = new RunRebuildSql(resource);
   const outsized: Statement[] = [];
@@ -87,6 +90,7 @@ export async function rebuildRuns(
       outsized.push(...undone);
       const t1 = performance.now();
       await wh.run('CHECKPOINT');
+      await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
       wh.logger.debug(
         { runs: result.runs, checkpointMs: Math.round(performance.now() - t1) },
         'rebuild: a range written',
@@ -131,20 +135,24 @@ const PARTIAL_FILES = 100;
  * seq range of its winners there (and their seqs when others lie between), at most PARTIAL_FILES
  * of them a statement.
  */
-async function rangesOfWinners(wh: Warehouse, size: number): Promise<(string | StagedRows)[][]> {
+async function rangesOfWinners(
+  wh: Warehouse,
+  files: readonly string[],
+  size: number,
+): Promise<(string | StagedRows)[][]> {
   const parts = await wh.all<{
     range: bigint;
-    file: string;
+    ord: number;
     lo: bigint;
     hi: bigint;
     n: bigint;
     payloads: bigint;
     seqs: bigint[] | null;
   }>(
-    `SELECT w.rn // ${size} AS range, w.filename AS file, min(w.seq) AS lo, max(w.seq) AS hi, count(*) AS n,
+    `SELECT w.rn // ${size} AS range, w.ord, min(w.seq) AS lo, max(w.seq) AS hi, count(*) AS n,
             any_value(p.n) AS payloads,
             CASE WHEN count(*) < max(w.seq) - min(w.seq) + 1 THEN list(w.seq ORDER BY w.seq) END AS seqs
-     FROM _rebuild_win w JOIN _rebuild_payloads p USING (filename) GROUP BY 1, 2 ORDER BY 1, min(w.rn)`,
+     FROM _rebuild_win w JOIN _rebuild_payloads p USING (ord) GROUP BY 1, 2 ORDER BY 1, min(w.rn)`,
   );
   const statements: (string | StagedRows)[][] = [];
   let range = -1;
@@ -156,13 +164,14 @@ async function rangesOfWinners(wh: Warehouse, size: number): Promise<(string | S
       partial = 0;
     }
     const statement = statements[statements.length - 1] as (string | StagedRows)[];
+    const file = files[p.ord] as string;
     if (p.n === p.payloads) {
-      statement.push(p.file);
+      statement.push(file);
       continue;
     }
     partial++;
     statement.push({
-      file: p.file,
+      file,
       from: Number(p.lo),
       to: Number(p.hi),
       ...(p.seqs ? { seqs: p.seqs.map(Number) } : {}),
@@ -172,10 +181,12 @@ async function rangesOfWinners(wh: Warehouse, size: number): Promise<(string | S
 }
 
 /**
- * _rebuild_win: the archive row each run's stored row came from. A run's newest updated_at wins;
- * within one file (one load), its latest fetch. When several loads sent that same updated_at, the
- * loads kept the stored payload unless one arrived with other content and no earlier fetch: that
- * needs the payloads' hashes, read only for those runs, and is decided here in commit order.
+ * _rebuild_win: the archive row each run's stored row came from, its file named by its place in
+ * `files` (paths held by every row made the choice's sorts several times larger). A run's newest
+ * updated_at wins; within one file (one load), its latest fetch. When several loads sent that same
+ * updated_at, the loads kept the stored payload unless one arrived with other content and no
+ * earlier fetch: that needs the payloads' hashes, read only for those runs, and is decided here in
+ * commit order.
  */
 async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<void> {
   await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_files (filename VARCHAR, ord INTEGER)`);
@@ -183,7 +194,7 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_top AS
      SELECT * FROM (
-       SELECT a.id, a.filename, f.ord, a.seq, a.fetched_at FROM read_parquet(${fileList(files)}, filename = true) AS a
+       SELECT a.id, f.ord, a.seq, a.fetched_at FROM read_parquet(${fileList(files)}, filename = true) AS a
        JOIN _rebuild_files AS f USING (filename)
        WHERE a.kind = 'payload' AND a.id IS NOT NULL
        QUALIFY rank() OVER (PARTITION BY a.id ORDER BY TRY_CAST(a.updated_at AS TIMESTAMPTZ) DESC NULLS LAST) = 1
@@ -191,35 +202,35 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
   );
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_payloads AS
-     SELECT filename, count(*) AS n FROM read_parquet(${fileList(files)}, filename = true)
-     WHERE kind = 'payload' GROUP BY filename`,
+     SELECT f.ord, count(*) AS n FROM read_parquet(${fileList(files)}, filename = true) AS a
+     JOIN _rebuild_files AS f USING (filename) WHERE a.kind = 'payload' GROUP BY f.ord`,
   );
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_won AS
-     SELECT filename, ord, seq FROM _rebuild_top QUALIFY count(*) OVER (PARTITION BY id) = 1`,
+     SELECT ord, seq FROM _rebuild_top QUALIFY count(*) OVER (PARTITION BY id) = 1`,
   );
-  const ties = await wh.all<{ id: string; filename: string; ord: number; seq: bigint; f: bigint; h: string }>(
-    `WITH t AS (SELECT * FROM _rebuild_top QUALIFY count(*) OVER (PARTITION BY id) > 1)
-     SELECT t.id, t.filename, t.ord, t.seq, epoch_us(t.fetched_at) AS f, md5(p.payload) AS h
+  const ties = await wh.all<{ id: string; ord: number; seq: bigint; f: bigint; h: string }>(
+    `WITH t AS (SELECT t.*, f.filename FROM _rebuild_top t JOIN _rebuild_files f USING (ord)
+                QUALIFY count(*) OVER (PARTITION BY t.id) > 1)
+     SELECT t.id, t.ord, t.seq, epoch_us(t.fetched_at) AS f, md5(p.payload) AS h
      FROM t JOIN read_parquet(${fileList(files)}, filename = true) AS p ON p.filename = t.filename AND p.seq = t.seq
      ORDER BY t.id, t.ord`,
   );
-  const chosen = new Map<string, { filename: string; ord: number; seq: bigint; f: bigint; h: string }>();
+  const chosen = new Map<string, { ord: number; seq: bigint; f: bigint; h: string }>();
   for (const t of ties) {
     const cur = chosen.get(t.id);
     if (!cur || (t.h !== cur.h && t.f >= cur.f)) chosen.set(t.id, t);
   }
   if (chosen.size) {
     const won = [...chosen.values()];
-    await wh.run(`INSERT INTO _rebuild_won SELECT unnest($1::VARCHAR[]), unnest($2::INTEGER[]), unnest($3::BIGINT[])`, [
-      listValue(won.map((w) => w.filename)),
+    await wh.run(`INSERT INTO _rebuild_won SELECT unnest($1::INTEGER[]), unnest($2::BIGINT[])`, [
       listValue(won.map((w) => w.ord)),
       listValue(won.map((w) => w.seq)),
     ]);
   }
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_win AS
-     SELECT filename, seq, row_number() OVER (ORDER BY ord, seq) - 1 AS rn FROM _rebuild_won`,
+     SELECT ord, seq, row_number() OVER (ORDER BY ord, seq) - 1 AS rn FROM _rebuild_won`,
   );
   await wh.run('DROP TABLE _rebuild_won');
   await wh.run('DROP TABLE _rebuild_top');
