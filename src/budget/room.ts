@@ -8,8 +8,15 @@ import type { BucketEstimate, BudgetPolicy, BudgetState, Sample } from './types.
 
 /** How far above a rate not yet measured room is credited, to find out whether it is more. */
 const EXPLORE = 1.05;
-/** Figures a rate must rest on before it counts as a lower bound worth exploring above. */
+/**
+ * Figures a rate must rest on before it counts as a lower bound worth exploring above, and how
+ * long they must span: workers starting together each send a runs-list page first, and three
+ * figures within a tenth of a second prove no refill. Explored above from them, a bucket drained
+ * by a burst of details (whose answers carry no figures) was credited 5% more than came back
+ * before any probe could show it empty, and refused the request that took the last of it.
+ */
 const BOUND_FIGURES = 3;
+const BOUND_SPAN_MS = 1_000;
 /** How many recent figures, and how far back, bound a window's room (see windowRoom). */
 const REORDER_FIGURES = 6;
 const REORDER_MS = 1_000;
@@ -224,7 +231,12 @@ function fullMargin(s: BudgetState, b: BucketEstimate, policy: BudgetPolicy): nu
 export function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
   // A rate read from the first figures alone is a guess, not a bound: crediting above it would
   // only find the bucket's edge with a 429.
-  const bound = !b.measured && b.samples.length >= BOUND_FIGURES;
+  const first = b.samples[0];
+  const bound =
+    !b.measured &&
+    b.samples.length >= BOUND_FIGURES &&
+    first !== undefined &&
+    (b.last?.at ?? first.at) - first.at >= BOUND_SPAN_MS;
   return (b.rate ?? 0) * (1 - policy.reserve) * (bound ? EXPLORE : 1);
 }
 

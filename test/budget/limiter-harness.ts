@@ -56,6 +56,8 @@ export interface HarnessOptions {
   slowEvery?: number;
   /** Each worker's first request takes this much longer to reach the server (a connection opened). */
   coldMs?: number;
+  /** Each worker's first request is a runs-list page, as each client primes the budget with one. */
+  primed?: boolean;
   /** Where in a second the run starts, in ms (default 123). */
   phaseMs?: number;
   reserve?: number;
@@ -153,7 +155,8 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
 
   const listEvery = o.listEvery ?? 100;
   const callers = workers.flatMap((budget) =>
-    Array.from({ length: o.concurrency ?? 8 }, async () => {
+    Array.from({ length: o.concurrency ?? 8 }, async (_, i) => {
+      if (o.primed && i === 0) await one(budget, 'runs.list');
       while (clock.now() < end) {
         const n = sent++;
         await one(budget, n % listEvery === 0 ? 'runs.list' : 'runs.get');
