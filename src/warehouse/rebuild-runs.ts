@@ -67,9 +67,8 @@ export async function rebuildRuns(
   );
   await wh.run('DROP TABLE _rebuild_win');
   await wh.run('DROP TABLE _rebuild_payloads');
-  // DuckDB's allocator keeps what the choice's sorts freed until the limit is set again (open.ts);
-  // at a million runs the ranges' statements then began 60 MB above it.
-  await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
+  // At a million runs, the ranges' statements began 60 MB above what the choice had freed.
+  await released(wh);
   const resource = wh.resource('runs');
   const sql = new RunRebuildSql(resource);
   const outsized: Statement[] = [];
@@ -90,7 +89,7 @@ export async function rebuildRuns(
       outsized.push(...undone);
       const t1 = performance.now();
       await wh.run('CHECKPOINT');
-      await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
+      await released(wh);
       wh.logger.debug(
         { runs: result.runs, checkpointMs: Math.round(performance.now() - t1) },
         'rebuild: a range written',
@@ -191,27 +190,41 @@ async function rangesOfWinners(
 async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<void> {
   await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_files (filename VARCHAR, ord INTEGER)`);
   await wh.run(`INSERT INTO _rebuild_files SELECT unnest(${fileList(files)}), unnest(range(${files.length}))`);
+  // Aggregates rather than window functions: DuckDB's windows over a million runs held twice
+  // the memory limit beside it, where its aggregates stay within it.
+  await wh.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_keys AS
+     SELECT a.id, f.ord, a.seq, a.fetched_at, TRY_CAST(a.updated_at AS TIMESTAMPTZ) AS u
+     FROM read_parquet(${fileList(files)}, filename = true) AS a JOIN _rebuild_files AS f USING (filename)
+     WHERE a.kind = 'payload' AND a.id IS NOT NULL`,
+  );
+  await released(wh);
+  // Per run, the payloads of its newest updated_at (all of them when none has one); of those, per
+  // file, the latest fetch, then the later row.
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_top AS
-     SELECT * FROM (
-       SELECT a.id, f.ord, a.seq, a.fetched_at FROM read_parquet(${fileList(files)}, filename = true) AS a
-       JOIN _rebuild_files AS f USING (filename)
-       WHERE a.kind = 'payload' AND a.id IS NOT NULL
-       QUALIFY rank() OVER (PARTITION BY a.id ORDER BY TRY_CAST(a.updated_at AS TIMESTAMPTZ) DESC NULLS LAST) = 1
-     ) QUALIFY row_number() OVER (PARTITION BY id, ord ORDER BY fetched_at DESC, seq DESC) = 1`,
+     SELECT k.id, k.ord, arg_max(k.seq, coalesce(epoch_us(k.fetched_at), 0)::HUGEINT * 4294967296 + k.seq) AS seq,
+            max(k.fetched_at) AS fetched_at
+     FROM _rebuild_keys AS k JOIN (SELECT id, max(u) AS u FROM _rebuild_keys GROUP BY id) AS n
+       ON k.id = n.id AND k.u IS NOT DISTINCT FROM n.u
+     GROUP BY k.id, k.ord`,
   );
+  await wh.run('DROP TABLE _rebuild_keys');
+  await released(wh);
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_payloads AS
      SELECT f.ord, count(*) AS n FROM read_parquet(${fileList(files)}, filename = true) AS a
      JOIN _rebuild_files AS f USING (filename) WHERE a.kind = 'payload' GROUP BY f.ord`,
   );
   await wh.run(
-    `CREATE OR REPLACE TEMP TABLE _rebuild_won AS
-     SELECT ord, seq FROM _rebuild_top QUALIFY count(*) OVER (PARTITION BY id) = 1`,
+    `CREATE OR REPLACE TEMP TABLE _rebuild_tied AS SELECT id FROM _rebuild_top GROUP BY id HAVING count(*) > 1`,
   );
+  await wh.run(
+    `CREATE OR REPLACE TEMP TABLE _rebuild_won AS SELECT ord, seq FROM _rebuild_top ANTI JOIN _rebuild_tied USING (id)`,
+  );
+  await released(wh);
   const ties = await wh.all<{ id: string; ord: number; seq: bigint; f: bigint; h: string }>(
-    `WITH t AS (SELECT t.*, f.filename FROM _rebuild_top t JOIN _rebuild_files f USING (ord)
-                QUALIFY count(*) OVER (PARTITION BY t.id) > 1)
+    `WITH t AS (SELECT t.*, f.filename FROM _rebuild_top t SEMI JOIN _rebuild_tied USING (id) JOIN _rebuild_files f USING (ord))
      SELECT t.id, t.ord, t.seq, epoch_us(t.fetched_at) AS f, md5(p.payload) AS h
      FROM t JOIN read_parquet(${fileList(files)}, filename = true) AS p ON p.filename = t.filename AND p.seq = t.seq
      ORDER BY t.id, t.ord`,
@@ -233,9 +246,13 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
      SELECT ord, seq, row_number() OVER (ORDER BY ord, seq) - 1 AS rn FROM _rebuild_won`,
   );
   await wh.run('DROP TABLE _rebuild_won');
+  await wh.run('DROP TABLE _rebuild_tied');
   await wh.run('DROP TABLE _rebuild_top');
   await wh.run('DROP TABLE _rebuild_files');
 }
+
+/** DuckDB's allocator keeps what a statement freed until the limit is set again (open.ts). */
+const released = (wh: Warehouse) => wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
 
 function fileList(files: readonly string[]): string {
   return `[${files.map(quoteLiteral).join(', ')}]`;
