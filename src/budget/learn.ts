@@ -1,5 +1,5 @@
 import { measure } from './measure.ts';
-import { fitSpan, fittedSpan, type Lag, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
+import { fitSpan, fittedSpan, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
 
 // Learning a server bucket from its figures, whatever limiter runs behind them. The spec names the
@@ -170,7 +170,7 @@ export function learnBucket(
   seq: number,
   unsent: number,
   surprised: boolean,
-  started: { atMs: number; tolMs: number; latencyMs: number; lag?: Lag } | null = null,
+  started: { atMs: number; tolMs: number; latencyMs: number } | null = null,
 ): BucketEstimate {
   const prev = b.samples[b.samples.length - 1];
   if (prev && seq <= prev.seq) return { ...b, seenAt: Math.max(b.seenAt, obs.atMs) }; // overtaken by a newer one

@@ -17,7 +17,6 @@ import {
 import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
-  lagOf,
   logAnswered,
   logDrop,
   logLate,
@@ -245,8 +244,7 @@ export function learn(
   // A 429 where the estimate saw room means room does not come back the way it was thought to.
   const surprised = limited && b0.last !== null && room(s, rolled(b0, obs.atMs, at, refused), obs.atMs, policy) >= 1;
   const fig = limited ? { ...obs, remaining: 0 } : obs;
-  const started =
-    grant?.at !== undefined ? { atMs: grant.at, tolMs: slackMs(s), latencyMs: s.latencyMs, lag: lagOf(s) } : null;
+  const started = grant?.at !== undefined ? { atMs: grant.at, tolMs: slackMs(s), latencyMs: s.latencyMs } : null;
   // A refused request was never counted: its start leaves our log before the figure is read.
   const dropped = limited && grant?.at !== undefined ? { ...b0, sent: logDrop(b0.sent, grant.at) } : b0;
   // The figures go on being read at their own rate, whatever others' use of a window took off it.

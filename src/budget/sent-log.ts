@@ -151,11 +151,6 @@ function leaving(e: SentEntry, spanMs: number, lag: Lag): [at: number, count: nu
   return lags(e, lag).map(([ms, n]) => [e[0] + spanMs + ms, n]);
 }
 
-/** The latest after the entry's time any of its starts may have been counted. */
-function latestLag(e: SentEntry, lag: Lag): number {
-  return Math.max(0, ...lags(e, lag).map(([ms]) => ms));
-}
-
 /**
  * A start logged at `loggedMs` was answered `took` ms after it: its entry counts it in the class
  * of how much longer it took than the entry's base (the quickest answer when the entry's first
@@ -359,8 +354,6 @@ export interface FigureSeen {
   /** How far our starts may be off from the server's counts, and a round trip at most. */
   tolMs: number;
   latencyMs: number;
-  /** How late our starts may have been counted, each by its answer when it came. */
-  lag?: Lag;
 }
 
 export function spanBounds(
@@ -434,14 +427,10 @@ function boundsFrom(
     }
   }
   if (n < need) return 'short';
-  // The oldest counted may have been counted as late as its answer says: a slow one read as
-  // counted at its start would put the span beyond the whole seconds it is quoted in.
-  const late = f.lag === undefined ? 0 : latestLag(oldest, f.lag);
-  let lo = f.startedAtMs - oldest[0] - Math.max(f.tolMs, late);
+  let lo = f.startedAtMs - oldest[0] - f.tolMs;
   if (f.resetAtMs !== null) {
     // The oldest leaves a span after it was counted, which was up to a round trip after it started.
-    const counted = Math.max(f.latencyMs + f.tolMs, late + (f.lag?.quickest ?? 0));
-    lo = Math.max(lo, f.resetAtMs - 1000 - oldest[0] - counted);
+    lo = Math.max(lo, f.resetAtMs - 1000 - oldest[0] - f.latencyMs - f.tolMs);
     hi = Math.min(hi, f.resetAtMs - oldest[0] + join + f.tolMs);
   }
   return lo > hi ? null : { lo, hi };
