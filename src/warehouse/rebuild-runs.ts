@@ -87,6 +87,8 @@ export async function rebuildRuns(
         count(result, st, row?.Count);
       });
       outsized.push(...undone);
+      // The checkpoint holds most beside what the statements freed: that goes back first.
+      await released(wh);
       const t1 = performance.now();
       await wh.run('CHECKPOINT');
       await released(wh);
