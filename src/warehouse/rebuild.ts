@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, rename, rm } from 'node:fs/promises';
+import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../archive/paths.ts';
 import { NO_ARCHIVE } from '../archive/sink.ts';
@@ -95,6 +95,7 @@ export async function rebuildInPlace(dir: string, options: RebuildOptions = {}):
   const current = await openWarehouse(root, options);
   const scratch = join(root, `.rebuild-${process.pid}-${randomBytes(4).toString('hex')}`);
   try {
+    await removeStopped(root, current);
     await mkdir(scratch, { recursive: true, mode: 0o700 });
     const result = await rebuildInto(root, scratch, { ...options, logger: current.logger });
     const fresh = join(scratch, DB_FILE);
@@ -116,6 +117,31 @@ export async function rebuildInPlace(dir: string, options: RebuildOptions = {}):
   } finally {
     await current.close();
     await rm(scratch, { recursive: true, force: true });
+  }
+}
+
+const SCRATCH = /^\.rebuild-(\d+)-[0-9a-f]{8}$/;
+
+/**
+ * Removes what a rebuild that was stopped outright (SIGKILL, a machine gone) left beside the
+ * warehouse: a fresh file as large as the warehouse itself. Its maker is gone: a rebuild holds the
+ * warehouse until its swap, and this one holds it now; a live process of that id is left alone.
+ */
+async function removeStopped(root: string, current: Warehouse): Promise<void> {
+  for (const name of await readdir(root)) {
+    const pid = Number(SCRATCH.exec(name)?.[1]);
+    if (!pid || pid === process.pid || alive(pid)) continue;
+    await rm(join(root, name), { recursive: true, force: true });
+    current.logger.warn({ path: join(root, name) }, 'removed what a rebuild that was stopped left behind');
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 

@@ -1,4 +1,5 @@
-import { readdirSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative, sep } from 'node:path';
 import parquet from 'parquetjs-lite';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -173,7 +174,7 @@ describe('rebuild', () => {
     await other.close();
   });
 
-  it('in place, keeps the sync bookkeeping and swaps the file', async () => {
+  it('in place, keeps the sync bookkeeping, swaps the file and removes what a stopped rebuild left', async () => {
     await syncFromSimulator(wh, 1);
     await wh.run(`INSERT INTO _sync_state VALUES ('runs.watermark', '"2026-03-01T00:00:00Z"', now())`);
     await wh.run(`INSERT INTO _sync_audit (id, kind, started_at, counts) VALUES ('a1', 'sync', now(), '{"runs": 3}')`);
@@ -189,6 +190,13 @@ describe('rebuild', () => {
     const before = await dumpAll(wh);
     await wh.run(`DELETE FROM run_steps`); // damage the tables: only the archive knows them now
     await wh.close();
+    // What earlier rebuilds left: one stopped outright (its process gone), one of a live process.
+    const gone = spawnSync('true').pid as number;
+    const stopped = join(tmp.dir, 'w', `.rebuild-${gone}-deadbeef`);
+    const live = `.rebuild-${process.ppid}-0badc0de`;
+    mkdirSync(stopped);
+    writeFileSync(join(stopped, 'runsync.duckdb'), 'a fresh file, half written');
+    mkdirSync(join(tmp.dir, 'w', live));
     await rebuildInPlace(join(tmp.dir, 'w'));
     wh = await openWarehouse(join(tmp.dir, 'w'));
     expect(await dumpAll(wh)).toEqual(before);
@@ -197,6 +205,6 @@ describe('rebuild', () => {
     ]);
     expect(await bookkeeping(wh)).toEqual(kept);
     expect(kept.rejected).toContainEqual({ endpoint: 'runs-list', reason: 'page 3: bad cursor' });
-    expect(readdirSync(wh.dir).filter((f) => f.startsWith('.rebuild'))).toEqual([]);
+    expect(readdirSync(wh.dir).filter((f) => f.startsWith('.rebuild'))).toEqual([live]);
   });
 });
