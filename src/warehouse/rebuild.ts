@@ -8,6 +8,7 @@ import { CATALOG_TABLES, type CatalogTable } from '../resources/registry.ts';
 import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
 import type { ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
+import { processAlive } from '../util/process-alive.ts';
 import { applyListing } from './load-catalog.ts';
 import { applyToolOptions } from './load-tool-options.ts';
 import { openWarehouse } from './open.ts';
@@ -130,18 +131,9 @@ const SCRATCH = /^\.rebuild-(\d+)-[0-9a-f]{8}$/;
 async function removeStopped(root: string, current: Warehouse): Promise<void> {
   for (const name of await readdir(root)) {
     const pid = Number(SCRATCH.exec(name)?.[1]);
-    if (!pid || pid === process.pid || alive(pid)) continue;
+    if (!pid || pid === process.pid || processAlive(pid)) continue;
     await rm(join(root, name), { recursive: true, force: true });
     current.logger.warn({ path: join(root, name) }, 'removed what a rebuild that was stopped left behind');
-  }
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (e) {
-    return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
 
