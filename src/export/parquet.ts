@@ -213,7 +213,7 @@ async function endMarks(wh: Warehouse, dates: readonly string[]): Promise<string
     wh.logger.warn({ day, error: error.message }, "the report's sums of a day failed; it reads the day's rows"),
   );
   // What the sums' aggregates freed is handed back, as after every file (open.ts).
-  await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
+  await wh.releaseFreed();
   await wh.run('DELETE FROM _sync_export_dirty');
   return summed;
 }
@@ -343,7 +343,7 @@ async function copyAlone(wh: Warehouse, select: string, file: string): Promise<n
   } catch (e) {
     if (!isOutOfMemory(e)) throw e;
   } finally {
-    await wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
+    await wh.releaseFreed();
   }
   const limit = wh.memoryLimit;
   wh.logger.warn(

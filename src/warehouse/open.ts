@@ -220,6 +220,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       resources = next;
     },
     setMemoryLimit,
+    releaseFreed,
     async connect() {
       if (closed) throw new Error(`the warehouse ${file} is closed`);
       const other = await instance.connect();

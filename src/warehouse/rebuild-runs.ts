@@ -68,7 +68,7 @@ export async function rebuildRuns(
   await wh.run('DROP TABLE _rebuild_win');
   await wh.run('DROP TABLE _rebuild_payloads');
   // At a million runs, the ranges' statements began 60 MB above what the choice had freed.
-  await released(wh);
+  await wh.releaseFreed();
   const resource = wh.resource('runs');
   const sql = new RunRebuildSql(resource);
   const outsized: Statement[] = [];
@@ -88,10 +88,10 @@ export async function rebuildRuns(
       });
       outsized.push(...undone);
       // The checkpoint holds most beside what the statements freed: that goes back first.
-      await released(wh);
+      await wh.releaseFreed();
       const t1 = performance.now();
       await wh.run('CHECKPOINT');
-      await released(wh);
+      await wh.releaseFreed();
       wh.logger.debug(
         { runs: result.runs, checkpointMs: Math.round(performance.now() - t1) },
         'rebuild: a range written',
@@ -200,7 +200,7 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
      FROM read_parquet(${fileList(files)}, filename = true) AS a JOIN _rebuild_files AS f USING (filename)
      WHERE a.kind = 'payload' AND a.id IS NOT NULL`,
   );
-  await released(wh);
+  await wh.releaseFreed();
   // Per run, the payloads of its newest updated_at (all of them when none has one); of those, per
   // file, the latest fetch, then the later row.
   await wh.run(
@@ -212,7 +212,7 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
      GROUP BY k.id, k.ord`,
   );
   await wh.run('DROP TABLE _rebuild_keys');
-  await released(wh);
+  await wh.releaseFreed();
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_payloads AS
      SELECT f.ord, count(*) AS n FROM read_parquet(${fileList(files)}, filename = true) AS a
@@ -224,7 +224,7 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_won AS SELECT ord, seq FROM _rebuild_top ANTI JOIN _rebuild_tied USING (id)`,
   );
-  await released(wh);
+  await wh.releaseFreed();
   const ties = await wh.all<{ id: string; ord: number; seq: bigint; f: bigint; h: string }>(
     `WITH t AS (SELECT t.*, f.filename FROM _rebuild_top t SEMI JOIN _rebuild_tied USING (id) JOIN _rebuild_files f USING (ord))
      SELECT t.id, t.ord, t.seq, epoch_us(t.fetched_at) AS f, md5(p.payload) AS h
@@ -252,9 +252,6 @@ async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<v
   await wh.run('DROP TABLE _rebuild_top');
   await wh.run('DROP TABLE _rebuild_files');
 }
-
-/** DuckDB's allocator keeps what a statement freed until the limit is set again (open.ts). */
-const released = (wh: Warehouse) => wh.setMemoryLimit(wh.memoryLimit).catch(() => undefined);
 
 function fileList(files: readonly string[]): string {
   return `[${files.map(quoteLiteral).join(', ')}]`;

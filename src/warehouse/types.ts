@@ -91,6 +91,11 @@ export interface Warehouse extends SqlRunner {
   /** Sets DuckDB's memory limit; on the handle's connection, so inside serial() or a transaction. */
   setMemoryLimit(limit: string): Promise<void>;
   /**
+   * Has DuckDB hand back to the system what its statements freed (it keeps it for reuse until its
+   * limit is set again); on the handle's connection. Never fails: only a release.
+   */
+  releaseFreed(): Promise<void>;
+  /**
    * Another connection to the same database, for statements that run beside the handle's own
    * (each in a transaction of its own); closed by the caller, before the handle.
    */
