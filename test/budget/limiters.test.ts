@@ -46,6 +46,29 @@ function coldBurst(
   });
 }
 
+/**
+ * A one-second sliding log of `rate`/s from `workers`, with round trips as given, and how often it
+ * refused after the first 10 s.
+ */
+async function slidingLog(
+  rate: number,
+  workers: number,
+  roundTrips: Pick<HarnessOptions, 'jitterMs' | 'slowMs' | 'slowEvery'>,
+) {
+  let lateRefusals = 0;
+  const r = await runHarness({
+    limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
+    seconds: SECONDS,
+    reserve: 0,
+    workers,
+    ...roundTrips,
+    onRequest: (e) => {
+      if (!e.allowed && e.at > 10_000) lateRefusals++;
+    },
+  });
+  return { r, lateRefusals };
+}
+
 describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token bucket (%s)', (model) => {
   it.each(RATES_BY_WORKERS)(
     'learns %i/s from %i worker(s) sharing the budget, uses it, and is seldom refused',
@@ -211,17 +234,7 @@ describe('a sliding log', () => {
     async (rate, workers) => {
       // Each way takes 10 to 20 ms: requests are counted out of the order they started in, and
       // figures disagree by as much unless that is allowed for.
-      let lateRefusals = 0;
-      const r = await runHarness({
-        limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
-        seconds: SECONDS,
-        reserve: 0,
-        workers,
-        jitterMs: 10,
-        onRequest: (e) => {
-          if (!e.allowed && e.at > 10_000) lateRefusals++;
-        },
-      });
+      const { r, lateRefusals } = await slidingLog(rate, workers, { jitterMs: 10 });
       // Its span is the whole second the figures' bounds hold, not their upper end, which lies as
       // far above it as round trips vary.
       expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.01);
@@ -245,18 +258,7 @@ describe('a sliding log', () => {
     // nearly all of them had long come back and could not have been counted that late. (With
     // more callers than a span's requests, turns are handed out a span ahead, before the
     // answers they would be paced by: those keep to the spread.)
-    let lateRefusals = 0;
-    const r = await runHarness({
-      limits: { model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } },
-      seconds: SECONDS,
-      reserve: 0,
-      workers,
-      slowMs: 40,
-      slowEvery: 20,
-      onRequest: (e) => {
-        if (!e.allowed && e.at > 10_000) lateRefusals++;
-      },
-    });
+    const { r, lateRefusals } = await slidingLog(rate, workers, { slowMs: 40, slowEvery: 20 });
     expect(Math.abs((r.learned ?? 0) / rate - 1)).toBeLessThan(0.05);
     expect(r.lateRate / rate).toBeGreaterThan(0.96);
     expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
