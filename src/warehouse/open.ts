@@ -138,6 +138,12 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     // Until the file is open again (or for good, if it cannot be), nothing else may run.
     broken = `a commit failed (${error})`;
     if (lanes > 0) return;
+    await openAfresh();
+    broken = null;
+    logger.warn({ file, error }, 'a commit failed; the warehouse was opened afresh');
+  };
+
+  const openAfresh = async () => {
     connection.closeSync();
     instance.closeSync();
     instance = await createInstance(
@@ -150,8 +156,6 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     connection = await instance.connect();
     current = sqlRunner(connection);
     await current.run(`SET TimeZone = 'UTC'`);
-    broken = null;
-    logger.warn({ file, error }, 'a commit failed; the warehouse was opened afresh');
   };
 
   let chain: Promise<unknown> = Promise.resolve();
@@ -221,6 +225,11 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     },
     setMemoryLimit,
     releaseFreed,
+    reopen: () =>
+      serial(async () => {
+        if (lanes > 0) throw new Error(`the warehouse ${file} cannot be opened again while lanes are open`);
+        await openAfresh();
+      }),
     async connect() {
       if (closed) throw new Error(`the warehouse ${file} is closed`);
       const other = await instance.connect();

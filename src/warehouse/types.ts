@@ -96,6 +96,11 @@ export interface Warehouse extends SqlRunner {
    */
   releaseFreed(): Promise<void>;
   /**
+   * Closes the file and opens it again with the settings it was opened with (not those SET since),
+   * so DuckDB forgets what it had loaded of the tables. Refused while lanes are open.
+   */
+  reopen(): Promise<void>;
+  /**
    * Another connection to the same database, for statements that run beside the handle's own
    * (each in a transaction of its own); closed by the caller, before the handle.
    */
