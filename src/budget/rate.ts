@@ -80,7 +80,7 @@ export class SharedRateBudget implements RateBudget {
         turn--;
         continue;
       }
-      let logged = slot.at;
+      let started = now;
       if (slot.at > now) {
         await this.clock.sleep(slot.at - now, signal);
         // A 429 seen by another caller while we waited, or waking late (a busy event loop), makes
@@ -88,17 +88,18 @@ export class SharedRateBudget implements RateBudget {
         // Ask again (bounded, so a slow process still makes progress); the stale turn is counted
         // as not sent.
         const state = await this.store.read();
-        const woke = this.clock.now();
-        if (turn < MAX_TURNS && (state.pausedUntilMs > woke || woke - slot.at > LATE_WAKE_MS)) {
+        started = this.clock.now();
+        if (turn < MAX_TURNS && (state.pausedUntilMs > started || started - slot.at > LATE_WAKE_MS)) {
           await this.store.update((s) => ({ state: unsent(s, endpoint, slot), result: undefined }));
           continue;
         }
-        // Our starts are paced by when earlier ones happened, so a late one is logged as it is.
-        if (woke - slot.at > ON_TIME_MS) {
-          logged = woke;
-          await this.store.update((s) => ({ state: startedLate(s, endpoint, slot.at, woke), result: undefined }));
-        }
       }
+      // Our starts are paced by when earlier ones happened, so a late one is logged as it is; so is
+      // a turn whose grant came back late. The request goes out at once and the log is told after:
+      // a busy shared store can take longer to write than the log allows a start to be off, and a
+      // start logged before that wait but sent after it left the log before the server let it go.
+      const logged = started - slot.at > ON_TIME_MS ? started : slot.at;
+      if (logged !== slot.at) this.tellLate(endpoint, slot.at, logged);
       this.granted[endpoint] = (this.granted[endpoint] ?? 0) + 1;
       if (slot.probe) this.probes++;
       const grant = {
@@ -110,6 +111,16 @@ export class SharedRateBudget implements RateBudget {
       this.logged.set(grant, logged);
       return grant;
     }
+  }
+
+  /**
+   * Moves a late start in the shared log without holding its request back. The store applies this
+   * process's updates in turn, so the answer to the request, told with a later one, finds it moved.
+   */
+  private tellLate(endpoint: string, plannedMs: number, atMs: number): void {
+    this.store
+      .update((s) => ({ state: startedLate(s, endpoint, plannedMs, atMs), result: undefined }))
+      .catch((e: unknown) => this.logger.debug({ error: String(e) }, 'could not log a late start'));
   }
 
   async observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void> {

@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { type BudgetClock, MemoryBudgetStore, SharedRateBudget } from '../../src/budget/index.ts';
+import {
+  type BudgetClock,
+  type BudgetState,
+  type BudgetStore,
+  MemoryBudgetStore,
+  SharedRateBudget,
+} from '../../src/budget/index.ts';
 
 // The budget object over a manual clock: who waits for whom, without depending on real time.
 
@@ -34,6 +40,30 @@ class ManualClock implements BudgetClock {
     for (const w of due) w.resolve();
     await flush();
   }
+}
+
+/**
+ * A shared store whose updates come back `ms` after they were applied, when set: a busy process,
+ * or a store far away or queued behind other callers. Reads come back at once.
+ */
+class SlowStore implements BudgetStore {
+  readonly memory = new MemoryBudgetStore();
+  ms = 0;
+  constructor(private readonly clock: ManualClock) {}
+  read(): Promise<BudgetState> {
+    return this.memory.read();
+  }
+  async update<R>(step: (state: BudgetState) => { state: BudgetState; result: R }): Promise<R> {
+    const result = await this.memory.update(step);
+    if (this.ms > 0) await this.clock.sleep(this.ms);
+    return result;
+  }
+}
+
+/** Our starts the shared state logs, as ms from `t0`. */
+async function loggedStarts(store: BudgetStore, t0: number): Promise<number[]> {
+  const s = await store.read();
+  return (Object.values(s.buckets)[0]?.sent ?? []).flatMap(([at, count]) => Array<number>(count).fill(at - t0));
 }
 
 function tracked(p: Promise<unknown>): { done: () => boolean; promise: Promise<unknown> } {
@@ -120,6 +150,49 @@ describe('SharedRateBudget', () => {
     expect(snap).toMatchObject({ limit: 20, granted: { 'runs.list': 1 } });
     expect(snap.buckets).toMatchObject([{ scope: 'key', limit: 20, measured: false }]);
     expect(snap.ratePerSecond).toBeCloseTo(18);
+  });
+
+  it('logs a start whose turn came back late when its request went out', async () => {
+    // The turn was cut when the store applied it; the caller heard of it only when the update came
+    // back, and sent then. Logged when cut, the start left a sliding log's reading before the
+    // server let it go.
+    const clock = new ManualClock();
+    const store = new SlowStore(clock);
+    const budget = new SharedRateBudget({ clock, store, reserve: 0 });
+    const t0 = clock.now();
+    await budget.observe('runs.list', 200, {
+      'x-ratelimit-limit': '100',
+      'x-ratelimit-remaining': '99',
+      'x-ratelimit-reset': String(t0 / 1000 + 1),
+    });
+    store.ms = 40;
+    const turn = tracked(budget.acquire('runs.get'));
+    await flush();
+    await clock.advance(40);
+    await turn.promise;
+    expect(await loggedStarts(store, t0)).toEqual([40]);
+  });
+
+  it('sends a start that woke late at once, and logs it when it went out', async () => {
+    // Woken 10 ms late, the start is logged as it happened; the log is told after it goes out.
+    // Waiting for a busy store to take that first sent it later than it was logged, and it left a
+    // sliding log's reading before the server let it go.
+    const clock = new ManualClock();
+    const store = new SlowStore(clock);
+    const budget = new SharedRateBudget({ clock, store, reserve: 0, ceilingPerSecond: 10 });
+    const t0 = clock.now();
+    await budget.observe('runs.list', 200, {
+      'x-ratelimit-limit': '100',
+      'x-ratelimit-remaining': '99',
+      'x-ratelimit-reset': String(t0 / 1000 + 1),
+    });
+    await budget.acquire('runs.get');
+    const late = tracked(budget.acquire('runs.get'));
+    await flush();
+    store.ms = 40;
+    await clock.advance(110);
+    expect(late.done()).toBe(true);
+    expect(await loggedStarts(store, t0)).toEqual([0, 110]);
   });
 
   it('refuses a ceiling or reserve that makes no sense', () => {
