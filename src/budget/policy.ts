@@ -17,6 +17,7 @@ import {
 import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
+  lagOf,
   logAnswered,
   logDrop,
   logLate,
@@ -332,11 +333,12 @@ export function answered(s: BudgetState, answers: readonly Answer[]): BudgetStat
     if (!(a.took >= 0)) continue;
     const q = quickest(quickestMs, a.took);
     quickestMs = q;
+    const lag = lagOf({ ...s, quickestMs: q });
     for (const [key, b] of Object.entries(buckets)) {
       if (b.endpoint === null || b.endpoint === a.endpoint)
-        buckets[key] = { ...b, sent: logAnswered(b.sent, a.loggedMs, a.took, q) };
+        buckets[key] = { ...b, sent: logAnswered(b.sent, a.loggedMs, a.took, q, lag) };
     }
-    if (firstSent !== undefined) firstSent = logAnswered(firstSent, a.loggedMs, a.took, q);
+    if (firstSent !== undefined) firstSent = logAnswered(firstSent, a.loggedMs, a.took, q, lag);
   }
   return {
     ...s,

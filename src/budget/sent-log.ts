@@ -73,7 +73,8 @@ export function lagOf(s: {
 /**
  * How much longer than its entry's base an answered start took, at most, by class: an entry's
  * answered starts are counted in the first class that holds them, so a volley's quick ones leave
- * the log apart from its slow ones. Slower ones are counted apart, with the longest they took.
+ * the log apart from its slow ones. Slower ones, and those slower than the slack allows a class,
+ * are counted apart, with the longest they took.
  */
 const ANSWER_CLASSES_MS = [5, 10, 20, 40] as const;
 const SLOW = 4 + ANSWER_CLASSES_MS.length;
@@ -154,13 +155,14 @@ function leaving(e: SentEntry, spanMs: number, lag: Lag): [at: number, count: nu
 /**
  * A start logged at `loggedMs` was answered `took` ms after it: its entry counts it in the class
  * of how much longer it took than the entry's base (the quickest answer when the entry's first
- * came, at most its own).
+ * came, at most its own), or with the slow ones when it took longer than `lag` allows a class.
  */
 export function logAnswered(
   log: readonly SentEntry[] | undefined,
   loggedMs: number,
   took: number,
   quickestMs: number,
+  lag?: Lag,
 ): SentEntry[] {
   const out = [...(log ?? [])];
   for (let i = out.length - 1; i >= 0; i--) {
@@ -171,7 +173,11 @@ export function logAnswered(
     const a = answeredOf(e);
     if (a.classes.reduce((n, c) => n + c, a.slow) >= e[1]) continue;
     const base = e[3] ?? Math.min(took, quickestMs);
-    const k = ANSWER_CLASSES_MS.findIndex((ms) => took - base <= ms);
+    // A class keeps its starts no longer than the slack, which is read from the round trips that
+    // carry figures: an answer slower than the slack allows (a busy process, counted late) is
+    // kept with the slow ones, by what it took, or it left the log before the server let it go.
+    const beyond = lag?.quickest != null && took - lag.quickest + ON_TIME_MS + 1 > lag.slack;
+    const k = beyond ? -1 : ANSWER_CLASSES_MS.findIndex((ms) => took - base <= ms);
     const answered =
       k < 0
         ? { ...a, slow: a.slow + 1, slowTook: Math.max(a.slowTook, took) }
@@ -286,13 +292,16 @@ export function logLate(log: readonly SentEntry[] | undefined, plannedMs: number
   const out = [...(log ?? [])];
   for (let i = out.length - 1; i >= 0; i--) {
     const e = out[i] as SentEntry;
+    // Only the entry holding the planned start: a later one's start moved in its place went out
+    // on time, while the late one kept its early time and left the log before the server let it go.
+    if ((e[2] ?? e[0]) > plannedMs) continue;
     if (e[0] < plannedMs) break;
-    if (e[0] === plannedMs || (e[0] > plannedMs && e[0] < atMs)) {
-      // The late start alone moves: the rest of a joined entry keep what their answers told.
-      if (e[1] > 1) out.splice(i, 1, recount(e, e[1] - 1), [atMs, 1]);
-      else out[i] = [atMs, 1];
-      break;
-    }
+    // An entry whose latest start is later still leaves the log no sooner than the late one.
+    if (e[0] >= atMs) break;
+    // The late start alone moves: the rest of a joined entry keep what their answers told.
+    if (e[1] > 1) out.splice(i, 1, recount(e, e[1] - 1), [atMs, 1]);
+    else out[i] = [atMs, 1];
+    break;
   }
   return out.sort((a, b) => a[0] - b[0]);
 }
@@ -362,16 +371,26 @@ export function spanBounds(
   spanMs: number | null,
 ): { lo: number; hi: number } | null {
   if (f.held < 1) return null;
-  const entries = (log ?? []).filter((e) => e[0] <= f.startedAtMs);
-  const newest = entries[entries.length - 1];
+  const all = log ?? [];
+  // The figure's own start may lie in an entry joined on past it (a volley): that entry is its
+  // group. Read against the entries before it instead, a volley's first figure fit no span, and
+  // the log's span was learned again. Joined on further than round trips vary, it says nothing.
+  let holding: SentEntry | undefined;
+  for (const e of all) if ((e[2] ?? e[0]) <= f.startedAtMs && e[0] > f.startedAtMs) holding = e;
+  if (holding !== undefined && holding[0] - f.startedAtMs > f.tolMs) return null;
+  const older = all.filter((e) => e[0] <= f.startedAtMs);
+  const newest = holding ?? older.pop();
   if (newest === undefined) return null;
   // Starts logged with the figure's own were counted before it or after, in any order: from only
   // it to all of them. So may ours that started as close before it, or after it, as round trips
   // vary: up to `before` of the older ones not yet counted, up to `after` later ones counted
   // already. Each case gives bounds; the span lies within one of them.
-  const older = entries.slice(0, -1);
   const before = countIn(older, f.startedAtMs - f.tolMs, f.startedAtMs);
-  const after = countIn(log ?? [], f.startedAtMs, f.startedAtMs + f.tolMs);
+  const after = countIn(
+    all.filter((e) => e !== newest),
+    f.startedAtMs,
+    f.startedAtMs + f.tolMs,
+  );
   let lo = Number.POSITIVE_INFINITY;
   let hi = Number.NEGATIVE_INFINITY;
   let read = false;
