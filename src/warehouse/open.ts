@@ -6,7 +6,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { fileArchive } from '../archive/sink.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
-import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
+import { defaultMemoryBudget, type MemoryBudget, parseMemorySize } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { lockErrorOf, WarehouseCommitError, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
@@ -158,6 +158,28 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     await current.run(`SET TimeZone = 'UTC'`);
   };
 
+  // The checkpoint of a pass's whole log, with the open-run set's index rewritten, can need more
+  // than loading's limit, and a checkpoint that runs out of memory leaves DuckDB unusable until
+  // the file is opened again: it gets the export's share from the start (JavaScript waits on it).
+  // One that still fails leaves the log to the next opener, which replays it; the close must not
+  // try it once more on its way out, since a checkpoint failed there left a log that could no
+  // longer be replayed.
+  const checkpoint = async (): Promise<boolean> => {
+    const limit = memoryLimit;
+    const raise = (parseMemorySize(budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
+    try {
+      if (raise) await setMemoryLimit(budget.exportMemoryLimit);
+      await db.run('CHECKPOINT');
+      if (raise) await setMemoryLimit(limit);
+      return true;
+    } catch (e) {
+      memoryLimit = limit;
+      const error = String((e as Error)?.message ?? e).split('\n')[0];
+      logger.warn({ file, error }, 'the write-ahead log was not checkpointed; the next open replays it');
+      return false;
+    }
+  };
+
   let chain: Promise<unknown> = Promise.resolve();
   let closed = false;
   const serial = <T>(fn: () => Promise<T>): Promise<T> => {
@@ -266,7 +288,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
           // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
           // thread; done here first, it runs on DuckDB's threads and the process keeps answering
           // (its requests keep their pace) meanwhile.
-          await db.run('CHECKPOINT').catch(() => undefined);
+          if (!(await checkpoint())) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
           await releaseFreed();
         }
       }
