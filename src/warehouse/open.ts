@@ -163,20 +163,20 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // the file is opened again: it gets the export's share from the start (JavaScript waits on it).
   // One that still fails leaves the log to the next opener, which replays it; the close must not
   // try it once more on its way out, since a checkpoint failed there left a log that could no
-  // longer be replayed.
+  // longer be replayed. The limit goes back with the release that follows (releaseFreed).
   const checkpoint = async (): Promise<boolean> => {
     const limit = memoryLimit;
     const raise = (parseMemorySize(budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
     try {
       if (raise) await setMemoryLimit(budget.exportMemoryLimit);
       await db.run('CHECKPOINT');
-      if (raise) await setMemoryLimit(limit);
       return true;
     } catch (e) {
-      memoryLimit = limit;
       const error = String((e as Error)?.message ?? e).split('\n')[0];
       logger.warn({ file, error }, 'the write-ahead log was not checkpointed; the next open replays it');
       return false;
+    } finally {
+      memoryLimit = limit;
     }
   };
 
