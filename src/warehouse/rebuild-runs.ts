@@ -74,7 +74,8 @@ export async function rebuildRuns(
   const outsized: Statement[] = [];
   // No checkpoint starts on its own while statements run side by side: one is made between ranges.
   const [threshold] = await wh.all<{ t: string }>(`SELECT current_setting('checkpoint_threshold') AS t`);
-  await wh.run(`SET checkpoint_threshold = '1TB'`);
+  const holdCheckpoints = () => wh.run(`SET checkpoint_threshold = '1TB'`);
+  await holdCheckpoints();
   try {
     for (const rows of ranges) {
       const statements = [
@@ -95,7 +96,7 @@ export async function rebuildRuns(
       // process by tens of MB a range at a million runs: the file opened afresh starts the next
       // range from the metadata that range touches.
       await wh.reopen();
-      await wh.run(`SET checkpoint_threshold = '1TB'`);
+      await holdCheckpoints();
       wh.logger.debug(
         { runs: result.runs, checkpointMs: Math.round(performance.now() - t1) },
         'rebuild: a range written',
