@@ -5,6 +5,7 @@ import { RedisBudgetStore } from '../budget/redis-store.ts';
 import type { RunsyncConfig } from '../config/env.ts';
 import { ConfigError } from '../config/error.ts';
 import { openStore } from '../storage/open.ts';
+import { DetailFetcher } from '../sync/detail-fetcher.ts';
 import { logProgress, ProgressTracker } from '../sync/progress.ts';
 import { createEngine, type EngineOptions } from '../sync/setup.ts';
 import type { Logger } from '../util/logger.ts';
@@ -150,6 +151,12 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
       staging,
       signal,
       chunk: settings.fetchChunk,
+      local: (s) => new DetailFetcher(engine.deps.api, engine.deps.settings.detailConcurrency, s),
+      onTakeBack: ({ jobId, runs, stalledMs }) =>
+        logger.warn(
+          { jobId, runs, stalledS: Math.round(stalledMs / 1000) },
+          'no worker took a fetch job; the writer fetches its runs itself',
+        ),
     });
 
   try {

@@ -14,7 +14,10 @@ import type { StagedBatch, StagedFailure, StagingStore } from './staging-store.t
 // (this one included) fetches them under the shared budget and leaves them in a staged file, and
 // the writer reads the file back. Files are removed once their rows are committed (release).
 // A fetch that found the key refused or a scope missing fails its job as unrecoverable, and that
-// stops every other wait, as it stops a local fetch.
+// stops every other wait, as it stops a local fetch. When none of the writer's jobs has moved for
+// a while (no worker takes them: a fetcher that did not come back after Redis restarted), the
+// writer takes back the jobs still waiting and fetches their runs itself, so a pass never waits on
+// a fleet that does not answer.
 
 export interface FetchDetailsPayload {
   ids: string[];
@@ -75,14 +78,31 @@ export interface RemoteDetailsOptions {
   signal: AbortSignal;
   /** Runs per fetch job. */
   chunk: number;
+  /** Fetches in this process the runs of jobs taken back (see stallMs). */
+  local: (signal: AbortSignal) => DetailSource;
+  /** How long none of the jobs waited on may stay unmoved before those still waiting are taken back. */
+  stallMs?: number;
+  /** Told of each job taken back. */
+  onTakeBack?: (info: { jobId: string; runs: number; stalledMs: number }) => void;
+  /** How often a job's state is looked up beside its events (default 2 s). */
+  pollMs?: number;
 }
 
 const POLL_MS = 2_000;
+export const STALL_MS = 30_000;
+/** States of a job no worker has taken (yet, or again). */
+const UNTAKEN = new Set(['waiting', 'prioritized', 'delayed', 'wait']);
+
+/** A chunk's outcome: a staged file to read back, or the results fetched here. */
+type Chunk = { file: string } | { results: DetailResult[] };
 
 export class RemoteDetails implements DetailSource {
   private fatal: unknown = null;
   private readonly waiters = new Set<(e: unknown) => void>();
   private readonly onAbort: () => void;
+  /** When one of the jobs waited on last moved (taken, retried, finished), or the first was added. */
+  private movedAt = Date.now();
+  private localSource: DetailSource | null = null;
 
   constructor(private readonly o: RemoteDetailsOptions) {
     this.onAbort = () => this.stop(o.signal.reason);
@@ -97,9 +117,10 @@ export class RemoteDetails implements DetailSource {
     const files: string[] = [];
     const parts = await Promise.all(
       chunks.map(async (c) => {
-        const file = await this.one(c);
-        files.push(file);
-        return this.readBack(file, c);
+        const chunk = await this.one(c);
+        if ('results' in chunk) return chunk.results;
+        files.push(chunk.file);
+        return this.readBack(chunk.file, c);
       }),
     );
     if (this.fatal !== null) throw this.fatal;
@@ -114,6 +135,7 @@ export class RemoteDetails implements DetailSource {
   close(): void {
     this.o.signal.removeEventListener('abort', this.onAbort);
     this.stop(new Error('closed'));
+    this.localSource?.close();
   }
 
   private stop(reason: unknown): void {
@@ -122,7 +144,7 @@ export class RemoteDetails implements DetailSource {
     this.waiters.clear();
   }
 
-  private async one(ids: string[]): Promise<string> {
+  private async one(ids: string[]): Promise<Chunk> {
     if (this.fatal !== null) throw this.fatal;
     const payload: FetchDetailsPayload = { ids };
     const job = await this.o.queue.add('fetch-details', payload, {
@@ -131,13 +153,36 @@ export class RemoteDetails implements DetailSource {
       removeOnComplete: { age: 3600, count: 2000 },
       removeOnFail: { age: 24 * 3600, count: 2000 },
     });
-    const result = (await this.finished(job)) as FetchDetailsResult;
-    return result.file;
+    return this.finished(job);
+  }
+
+  /** The runs of a job taken back, fetched here. */
+  private async fetchHere(ids: string[]): Promise<Chunk> {
+    this.localSource ??= this.o.local(this.o.signal);
+    const batch = await this.localSource.fetch(ids);
+    return { results: batch.results };
+  }
+
+  /**
+   * Takes back a job no worker has taken while none of the jobs waited on has moved for stallMs.
+   * Removing fails for a job a worker holds, so a job is either fetched here or by its worker.
+   */
+  private async takeBack(job: Job): Promise<boolean> {
+    const stalledMs = Date.now() - this.movedAt;
+    if (stalledMs < (this.o.stallMs ?? STALL_MS)) return false;
+    const removed = await job.remove().then(
+      () => true,
+      () => false,
+    );
+    if (removed) this.o.onTakeBack?.({ jobId: String(job.id), runs: (job.data.ids as string[]).length, stalledMs });
+    return removed;
   }
 
   /** Waits on the queue's events, and polls as well: events sent while Redis was away are lost. */
-  private finished(job: Job): Promise<unknown> {
-    return new Promise((resolve, reject) => {
+  private finished(job: Job): Promise<Chunk> {
+    this.movedAt = Date.now();
+    let last = '';
+    return new Promise<Chunk>((resolve, reject) => {
       let done = false;
       const finish = (f: () => void) => {
         if (done) return;
@@ -159,27 +204,40 @@ export class RemoteDetails implements DetailSource {
             }),
           );
       };
+      const completed = (value: unknown) => {
+        this.movedAt = Date.now();
+        finish(() => resolve({ file: (value as FetchDetailsResult).file }));
+      };
       this.waiters.add(fail);
-      job.waitUntilFinished(this.o.events).then(
-        (v) => finish(() => resolve(v)),
-        (e: unknown) => failed(e instanceof Error ? e.message : String(e)),
-      );
+      job
+        .waitUntilFinished(this.o.events)
+        .then(completed, (e: unknown) => failed(e instanceof Error ? e.message : String(e)));
+      const ids = job.data.ids as string[];
       const timer = setInterval(() => {
         void (async () => {
           // A failed look-up (Redis away) proves nothing; only a job Redis no longer has is asked again.
           const state = await this.o.queue.getJobState(job.id as string).catch(() => 'no answer');
           if (state === 'completed') {
             const j = await this.o.queue.getJob(job.id as string);
-            if (j) finish(() => resolve(j.returnvalue));
+            if (j) completed(j.returnvalue);
           } else if (state === 'failed') {
             const j = await this.o.queue.getJob(job.id as string);
             failed(j?.failedReason);
           } else if (state === 'unknown') {
             // Gone (Redis lost it): ask again.
-            finish(() => resolve(this.one(job.data.ids as string[]).then((file) => ({ file }))));
+            finish(() => resolve(this.one(ids)));
+          } else if (UNTAKEN.has(state)) {
+            const seen = `${state}:${(await this.o.queue.getJob(job.id as string).catch(() => null))?.attemptsMade}`;
+            if (seen !== last) {
+              if (last !== '') this.movedAt = Date.now();
+              last = seen;
+            } else if (!done && (await this.takeBack(job))) finish(() => resolve(this.fetchHere(ids)));
+          } else if (state === 'active' && last !== 'active') {
+            this.movedAt = Date.now();
+            last = 'active';
           }
         })();
-      }, POLL_MS);
+      }, this.o.pollMs ?? POLL_MS);
     });
   }
 

@@ -31,7 +31,7 @@ describe('a worker through faults', () => {
     });
     const dir = each.dir();
     const prefix = each.prefix(redisUrl);
-    each.workers.push(spawnWorker(workerEnv(s, dir, prefix, { REDIS_URL: redisUrl })));
+    each.workers.push(spawnWorker(workerEnv(s, dir, prefix, { REDIS_URL: redisUrl, LOG_LEVEL: 'info' })));
     await eventually(
       async () => s.counters.count('runs.get') >= 150,
       120_000,
@@ -46,7 +46,10 @@ describe('a worker through faults', () => {
     await eventually(
       async () => (await diffFacts(want, dir)).length === 0,
       180_000,
-      async () => `${(await diffFacts(want, dir)).length} runs differ; ${each.workers[0]?.output().slice(-3000)}`,
+      async () => {
+        const diff = await diffFacts(want, dir, { quick: false });
+        return `${diff.length} runs differ (${diff.slice(0, 5).join('; ')}); ${each.workers[0]?.output().slice(-6000)}`;
+      },
     );
   });
 
