@@ -208,9 +208,13 @@ export function learnBucket(
   // the rate, so such a bucket's rate is read from Reset alone.
   const refusalsOnly = samples.every((x) => x.remaining === 0);
   // Our own starts read a bucket's refill back only once the figures rule out a fixed window,
-  // whose room comes back in steps at Reset rather than as it goes.
+  // whose room comes back in steps at Reset rather than as it goes. Room that came back between
+  // two figures is read as the refill only once the figures show a bucket: a window's or a log's
+  // room that went unused between two low figures far apart was lost unseen, and what came back
+  // was only what we used (a window's steps, read over a span that is no whole number of windows,
+  // read lower still); so until then it only bounds the rate from below.
   const readBack = notWindow || guess === 'bucket' ? b.sent : undefined;
-  const m = guess === 'window' || refusalsOnly ? null : measure(samples, b.limit, readBack);
+  const m = guess === 'window' || refusalsOnly ? null : measure(samples, b.limit, readBack, guess === 'bucket');
   if (m?.constrained) {
     rate = m.rate;
     measured = true;

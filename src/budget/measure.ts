@@ -22,12 +22,19 @@ interface Measure {
 
 /**
  * The rate measured over the longest recent span our own starts show the bucket never full in
- * (when `log` is given); else over the longest recent span where it stayed low (what came back was
- * all used, so it is all counted); else the best lower bound, from the spans between figures.
+ * (when `log` is given); else, for a bucket known to refill as it goes (`refills`), over the
+ * longest recent span where it stayed low (what came back was all used, so it is all counted);
+ * else the best lower bound, from the spans between figures.
  */
-export function measure(samples: readonly Sample[], limit: number, log?: readonly SentEntry[]): Measure | null {
+export function measure(
+  samples: readonly Sample[],
+  limit: number,
+  log?: readonly SentEntry[],
+  refills = true,
+): Measure | null {
   const traced = neverFull(samples, limit, log);
   if (traced !== null) return traced;
+  if (!refills) return lowerBound(samples);
   const newest = samples[samples.length - 1];
   if (!newest || newest.remaining > lowMark(limit)) return clearOfFull(samples, limit) ?? lowerBound(samples);
   let start = samples.length - 1;

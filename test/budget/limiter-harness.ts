@@ -62,6 +62,8 @@ export interface HarnessOptions {
   phaseMs?: number;
   reserve?: number;
   ceiling?: number | null;
+  /** Told the rate the budget paces to after each response that carried figures. */
+  onPaced?: (ratePerSecond: number | null, at: number) => void;
   /** Told of every request the limiter decided, to trace a case. */
   onRequest?: (e: { at: number; endpoint: string; allowed: boolean; remaining: number; reset: number }) => void;
 }
@@ -140,6 +142,8 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
             }
           : {};
       await budget.observe(endpoint, d?.allowed === false ? 429 : 200, headers, grant);
+      if (o.onPaced && 'x-ratelimit-limit' in headers)
+        o.onPaced((await budget.snapshot()).ratePerSecond, clock.now() - T0);
       if (d && !d.allowed) {
         limited++;
         await budget.pause(d.retryAfter * 1000, endpoint);

@@ -154,6 +154,29 @@ describe('a fixed window', () => {
     },
   );
 
+  it('from cold, 20/s from 3 workers that each prime the budget with a runs-list page is paced at its rate between figures seconds apart', async () => {
+    // The first runs-list pages come in the first window's burst and find it low, and so does a
+    // probe seconds later. What came back between them is only what ours used of the windows in
+    // between (room a window left unused is lost unseen), over a span that is no whole number of
+    // windows: read as a refill drawn as fast as it came, it paced the window a tenth below its
+    // rate until later figures raised it again.
+    let lowest = Number.POSITIVE_INFINITY;
+    const r = await runHarness({
+      limits: { model: 'fixed', perKey: { limit: 20, windowSeconds: 1 } },
+      seconds: 10,
+      reserve: 0,
+      workers: 3,
+      listEvery: 1_000_000,
+      jitterMs: 10,
+      primed: true,
+      onPaced: (rate) => {
+        if (rate !== null) lowest = Math.min(lowest, rate);
+      },
+    });
+    expect(lowest / 20).toBeGreaterThan(0.95);
+    expect(r.limited).toBe(0);
+  });
+
   it('spends a minute-long window and waits for the next, with no 429', async () => {
     const r = await runHarness({
       limits: { model: 'fixed', perKey: { limit: 600, windowSeconds: 60 } },
