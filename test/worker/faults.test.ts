@@ -1,15 +1,34 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
 import { describe, expect, it } from 'vitest';
 import { MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
+import { FETCH_QUEUE, WRITE_QUEUE } from '../../src/worker/job-context.ts';
 import { runCli } from '../support/cli.ts';
 import { diffFacts, truth } from '../sync/kit.ts';
 import { eventually, freePort, perWorkerTest, spawnWorker, startRedisServer as startRedis, workerEnv } from './kit.ts';
 
 // What a worker must live through: Redis restarting in the middle of a pass, and an analyst
 // holding runsync.duckdb open for twenty seconds.
+
+/** The worker's queues by state, for a failure's message. */
+async function queueCounts(url: string, prefix: string): Promise<string> {
+  const connection = new Redis(url, { maxRetriesPerRequest: 1 });
+  try {
+    const out: Record<string, unknown> = {};
+    for (const name of [WRITE_QUEUE, FETCH_QUEUE]) {
+      const queue = new Queue(name, { connection, prefix });
+      out[name] = await queue.getJobCounts('waiting', 'delayed', 'prioritized', 'active', 'completed', 'failed');
+      await queue.close();
+    }
+    return JSON.stringify(out);
+  } finally {
+    connection.disconnect();
+  }
+}
 
 describe('a worker through faults', () => {
   const each = perWorkerTest();
@@ -48,7 +67,8 @@ describe('a worker through faults', () => {
       180_000,
       async () => {
         const diff = await diffFacts(want, dir, { quick: false });
-        return `${diff.length} runs differ (${diff.slice(0, 5).join('; ')}); ${each.workers[0]?.output().slice(-6000)}`;
+        const queues = await queueCounts(redisUrl, prefix).catch((e: Error) => e.message);
+        return `${diff.length} runs differ (${diff.slice(0, 5).join('; ')}); queues ${queues}; ${each.workers[0]?.output().slice(-6000)}`;
       },
     );
   });
