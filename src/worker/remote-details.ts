@@ -14,10 +14,11 @@ import type { StagedBatch, StagedFailure, StagingStore } from './staging-store.t
 // (this one included) fetches them under the shared budget and leaves them in a staged file, and
 // the writer reads the file back. Files are removed once their rows are committed (release).
 // A fetch that found the key refused or a scope missing fails its job as unrecoverable, and that
-// stops every other wait, as it stops a local fetch. When none of the writer's jobs has moved for
-// a while (no worker takes them: a fetcher that did not come back after Redis restarted), the
-// writer takes back the jobs still waiting and fetches their runs itself, so a pass never waits on
-// a fleet that does not answer.
+// stops every other wait, as it stops a local fetch. When no worker holds any of the writer's jobs
+// and none has moved for a while (no worker takes them: a fetcher that did not come back after
+// Redis restarted), the writer takes back the jobs still waiting and fetches their runs itself, so
+// a pass never waits on a fleet that does not answer. A job a worker holds, however slowly it goes
+// under a low rate, keeps the others waiting for the fleet.
 
 export interface FetchDetailsPayload {
   ids: string[];
@@ -80,7 +81,10 @@ export interface RemoteDetailsOptions {
   chunk: number;
   /** Fetches in this process the runs of jobs taken back (see stallMs). */
   local: (signal: AbortSignal) => DetailSource;
-  /** How long none of the jobs waited on may stay unmoved before those still waiting are taken back. */
+  /**
+   * How long none of the jobs waited on may stay unmoved, none of them held by a worker, before
+   * those still waiting are taken back.
+   */
   stallMs?: number;
   /** Told of each job taken back. */
   onTakeBack?: (info: { jobId: string; runs: number; stalledMs: number }) => void;
@@ -102,6 +106,8 @@ export class RemoteDetails implements DetailSource {
   private readonly onAbort: () => void;
   /** When one of the jobs waited on last moved (taken, retried, finished), or the first was added. */
   private movedAt = Date.now();
+  /** The jobs waited on that a worker held when last looked at. */
+  private readonly held = new Set<string>();
   private localSource: DetailSource | null = null;
 
   constructor(private readonly o: RemoteDetailsOptions) {
@@ -164,12 +170,13 @@ export class RemoteDetails implements DetailSource {
   }
 
   /**
-   * Takes back a job no worker has taken while none of the jobs waited on has moved for stallMs.
-   * Removing fails for a job a worker holds, so a job is either fetched here or by its worker.
+   * Takes back a job no worker has taken while no worker holds any of the jobs waited on and none
+   * has moved for stallMs. Removing fails for a job a worker holds, so a job is either fetched here
+   * or by its worker.
    */
   private async takeBack(job: Job): Promise<boolean> {
     const stalledMs = Date.now() - this.movedAt;
-    if (stalledMs < (this.o.stallMs ?? STALL_MS)) return false;
+    if (this.held.size > 0 || stalledMs < (this.o.stallMs ?? STALL_MS)) return false;
     const removed = await job.remove().then(
       () => true,
       () => false,
@@ -184,9 +191,11 @@ export class RemoteDetails implements DetailSource {
     let last = '';
     return new Promise<Chunk>((resolve, reject) => {
       let done = false;
+      const id = String(job.id);
       const finish = (f: () => void) => {
         if (done) return;
         done = true;
+        this.held.delete(id);
         clearInterval(timer);
         this.waiters.delete(fail);
         f();
@@ -217,6 +226,8 @@ export class RemoteDetails implements DetailSource {
         void (async () => {
           // A failed look-up (Redis away) proves nothing; only a job Redis no longer has is asked again.
           const state = await this.o.queue.getJobState(job.id as string).catch(() => 'no answer');
+          if (state === 'active') this.held.add(id);
+          else if (state !== 'no answer') this.held.delete(id);
           if (state === 'completed') {
             const j = await this.o.queue.getJob(job.id as string);
             if (j) completed(j.returnvalue);

@@ -15,7 +15,8 @@ import { cleanRedis, REDIS_URL, uniquePrefix } from './kit.ts';
 
 // The writer waits on fetch jobs that the fleet's fetchers take. When none of its jobs moves (no
 // fetcher takes them, as after a Redis restart a fetcher did not come back from), it takes back
-// the jobs still waiting and fetches their runs itself; a job a fetcher holds stays with it.
+// the jobs still waiting and fetches their runs itself; a job a fetcher holds stays with it, and
+// while one is held the others wait for the fleet.
 
 describe('fetch jobs nobody takes', () => {
   const undo: (() => unknown)[] = [];
@@ -40,7 +41,7 @@ describe('fetch jobs nobody takes', () => {
     const staging = new StagingStore(new LocalStore(dir, { share: null }));
     const { client } = makeClient(sim.url, sim.key);
     const ids = [...sim.world.truthRunDetails()].map((d) => d.id as string).slice(0, 25);
-    const takenBack: string[] = [];
+    const takenBack: { jobId: string; at: number }[] = [];
     const signal = new AbortController().signal;
     const details = new RemoteDetails({
       queue,
@@ -51,7 +52,7 @@ describe('fetch jobs nobody takes', () => {
       local: (s) => new DetailFetcher(client, 4, s),
       stallMs: 1_500,
       pollMs: 200,
-      onTakeBack: (info) => takenBack.push(info.jobId),
+      onTakeBack: (info) => takenBack.push({ jobId: info.jobId, at: Date.now() }),
     });
     undo.push(() => details.close());
     return { sim, prefix, connection, queue, staging, ids, details, takenBack };
@@ -72,7 +73,7 @@ describe('fetch jobs nobody takes', () => {
     await batch.release();
   });
 
-  it('leaves a job a fetcher holds to it, however long it takes, and takes back only those waiting', async () => {
+  it('leaves a job a fetcher holds to it, and takes back those waiting only once no fetcher holds any', async () => {
     const { prefix, connection, queue, ids, details, takenBack, staging } = await setUp();
     // One fetcher that holds the first job it takes for a while, and then stops taking jobs.
     const held: number[] = [];
@@ -92,11 +93,18 @@ describe('fetch jobs nobody takes', () => {
     );
     undo.push(() => worker.close(true));
     worker.on('active', () => void worker.pause(true));
+    let releasedAt = 0;
+    worker.on('completed', () => {
+      releasedAt = Date.now();
+    });
     const batch = await details.fetch(ids);
     expect(held).toHaveLength(1);
     const byFleet = batch.results.filter((r) => r.ok && (r.detail as { fetchedBy?: string }).fetchedBy === 'fleet');
     expect(byFleet).toHaveLength(held[0] as number);
     expect(takenBack).toHaveLength(2);
+    // Nothing was taken back while the fetcher held its job.
+    expect(releasedAt).toBeGreaterThan(0);
+    for (const t of takenBack) expect(t.at).toBeGreaterThanOrEqual(releasedAt);
     expect(batch.results.every((r) => r.ok)).toBe(true);
     const counts = await queue.getJobCounts('waiting', 'delayed', 'active');
     expect([counts.waiting, counts.delayed, counts.active]).toEqual([0, 0, 0]);
