@@ -157,11 +157,15 @@ export class SharedRateBudget implements RateBudget {
   /**
    * A response without figures still says how long requests take from their turn (queueing in a
    * busy process included); the shared state is told only when that grew, so it costs little.
+   * Any rise past a few ms is told: the slack kept for turns handed out before their predecessors'
+   * answers is how much round trips vary, and the first pages, which carry the figures, often come
+   * back alike; a rise of a fifth and 10 ms left detail fetches a few ms slower unseen, and a
+   * sliding log still counted them when their successors a span on went out.
    */
   private async noteLatency(grant: Grant | undefined): Promise<void> {
     if (grant === undefined) return;
     const took = this.clock.now() - grant.at;
-    if (took <= this.toldLatency * 1.2 + 10) return;
+    if (took <= this.toldLatency + ON_TIME_MS) return;
     this.toldLatency = took;
     await this.store.update((s) => ({ state: tookMs(s, took), result: undefined }));
   }
