@@ -21,6 +21,11 @@ export function holderName(pid: number | null, holder: string | null): string {
   return `process ${pid}${holder ? ` (${holder})` : ''}`;
 }
 
+/** The first line of what DuckDB said: its messages go on with context a log line does not need. */
+export function firstLineOf(e: unknown): string {
+  return String((e as Error)?.message ?? e).split('\n')[0] as string;
+}
+
 /** The file exists but is not a warehouse this version can use. */
 export class WarehouseSchemaError extends Error {
   override readonly name = 'WarehouseSchemaError';

@@ -8,7 +8,13 @@ import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
 import { defaultMemoryBudget, type MemoryBudget, parseMemorySize } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
-import { lockErrorOf, WarehouseCommitError, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
+import {
+  firstLineOf,
+  lockErrorOf,
+  WarehouseCommitError,
+  WarehouseLockedError,
+  WarehouseSchemaError,
+} from './errors.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
 import { readResources } from './schema.ts';
 import { quoteLiteral, sqlRunner } from './sql.ts';
@@ -133,7 +139,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   let lanes = 0;
   let broken: string | null = null;
   const renew = async (cause: unknown) => {
-    const error = String((cause as Error)?.message ?? cause).split('\n')[0];
+    const error = firstLineOf(cause);
     await current.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
     // Until the file is open again (or for good, if it cannot be), nothing else may run.
     broken = `a commit failed (${error})`;
@@ -172,7 +178,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       await db.run('CHECKPOINT');
       return true;
     } catch (e) {
-      const error = String((e as Error)?.message ?? e).split('\n')[0];
+      const error = firstLineOf(e);
       logger.warn({ file, error }, 'the write-ahead log was not checkpointed; the next open replays it');
       return false;
     } finally {

@@ -1,4 +1,4 @@
-import { WarehouseCommitError } from './errors.ts';
+import { firstLineOf, WarehouseCommitError } from './errors.ts';
 import type { SqlRunner, Warehouse } from './types.ts';
 
 // A batch, a chunk or a file whose payloads are beyond the usual memory (a tool output of many
@@ -49,7 +49,7 @@ export async function transactionWithRoom<R>(
           .serial(() => wh.setMemoryLimit(restore))
           .catch((e: unknown) =>
             wh.logger.warn(
-              { ...fields, error: String((e as Error)?.message ?? e).split('\n')[0], memoryLimit: wh.memoryLimit },
+              { ...fields, error: firstLineOf(e), memoryLimit: wh.memoryLimit },
               'the memory limit stays raised until the warehouse is closed',
             ),
           );

@@ -104,7 +104,7 @@ export class RemoteDetails implements DetailSource {
   private fatal: unknown = null;
   private readonly waiters = new Set<(e: unknown) => void>();
   private readonly onAbort: () => void;
-  /** When one of the jobs waited on last moved (taken, retried, finished), or the first was added. */
+  /** When one of the jobs waited on last moved (taken, retried, finished), or one was added. */
   private movedAt = Date.now();
   /** The jobs waited on that a worker held when last looked at. */
   private readonly held = new Set<string>();
