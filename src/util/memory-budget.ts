@@ -84,7 +84,7 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     bulkLanes: clamp(Math.min(cores, Math.floor(bytes / (200 * MB))), 1, 64),
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
     semiSpaceMb: clamp(Math.round(4 * scale), 1, 16),
-    bufferedPages: clamp(Math.round(8 * scale), 2, 32),
+    bufferedPages: clamp(Math.round(4 * scale), 2, 32),
   };
 }
 

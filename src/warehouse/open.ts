@@ -167,12 +167,15 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // The checkpoint of a pass's whole log, with the open-run set's index rewritten, can need more
   // than loading's limit, and a checkpoint that runs out of memory leaves DuckDB unusable until
   // the file is opened again: it gets the export's share from the start (JavaScript waits on it).
-  // One that still fails leaves the log to the next opener, which replays it; the close must not
-  // try it once more on its way out, since a checkpoint failed there left a log that could no
-  // longer be replayed. The limit goes back with the release that follows (releaseFreed).
-  const checkpoint = async (): Promise<boolean> => {
+  // A batch's unit, whose log is bounded by KEEP_LOG_MAX and one batch, checkpoints within
+  // loading's limit: the next batches stream in meanwhile, and both at once would pass the budget.
+  // A log twice that size (a checkpoint failed before it) gets the larger share too. One that still
+  // fails leaves the log to the next opener, which replays it; the close must not try it once more
+  // on its way out, since a checkpoint failed there left a log that could no longer be replayed.
+  // The limit goes back with the release that follows (releaseFreed).
+  const checkpoint = async (ample: boolean): Promise<boolean> => {
     const limit = memoryLimit;
-    const raise = (parseMemorySize(budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
+    const raise = ample && (parseMemorySize(budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
     try {
       if (raise) await setMemoryLimit(budget.exportMemoryLimit);
       await db.run('CHECKPOINT');
@@ -294,7 +297,8 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
           // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
           // thread; done here first, it runs on DuckDB's threads and the process keeps answering
           // (its requests keep their pace) meanwhile.
-          if (!(await checkpoint())) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
+          const ample = !options.keepLog || logBytes(file) >= 2 * KEEP_LOG_MAX;
+          if (!(await checkpoint(ample))) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
           await releaseFreed();
         }
       }
