@@ -203,6 +203,7 @@ export function learnBucket(
   const windowMs = windowFrom(b, prev, sample);
   let rate = b.rate;
   let measured = b.measured;
+  let guessed = b.guessed === true;
   // Figures that come only with 429s (an endpoint whose answers carry no headers) are each an empty
   // bucket after a burst and a pause: what was sent between two of them measures the pause, not
   // the rate, so such a bucket's rate is read from Reset alone.
@@ -216,26 +217,41 @@ export function learnBucket(
   const readBack = notWindow || guess === 'bucket' ? b.sent : undefined;
   const m = guess === 'window' || refusalsOnly ? null : measure(samples, b.limit, readBack, guess === 'bucket');
   if (m?.constrained) {
-    rate = m.rate;
+    // A span with blurred ends does not raise a rate it agrees with: read at its middle, a request
+    // of a first volley counted just before the figure it started with reads as having come back
+    // within the span, and paced above the refill, a bucket drained by detail fetches (whose
+    // answers carry no figures) is found empty only by a 429.
+    const agrees = rate !== null && m.blur !== undefined && rate < m.rate && rate >= m.rate - m.blur;
+    if (!agrees) rate = m.rate;
     measured = true;
+    guessed = false;
   } else if (m) {
     // Room to spare: the rate is at least this, and may be more.
-    if (rate === null || m.rate > rate) rate = m.rate;
+    if (rate === null || m.rate > rate) {
+      rate = m.rate;
+      guessed = false;
+    }
     measured = false;
   }
   if (guess === 'window' && windowMs !== null) {
     rate = (b.limit * 1000) / windowMs;
     measured = b.windowMs !== null && windowMs === b.windowMs && evidence.window >= 2;
+    guessed = false;
   }
   if (sliding) {
     rate = (b.limit * 1000) / span;
     measured = true;
+    guessed = false;
   }
   if (refusalsOnly && !sliding && guess !== 'window') {
     // Each refusal's Reset, in whole seconds rounded down, reads the rate high or right, never low.
-    rate = Math.max(rate ?? 0, provisional({ ...b, windowMs }, sample) ?? 0) || null;
-  } else if (rate === null) rate = provisional({ ...b, windowMs }, sample);
-  else if (surprised && !measured) rate *= 0.8;
+    const read = provisional({ ...b, windowMs }, sample) ?? 0;
+    if (read > (rate ?? 0)) guessed = true;
+    rate = Math.max(rate ?? 0, read) || null;
+  } else if (rate === null) {
+    rate = provisional({ ...b, windowMs }, sample);
+    guessed = rate !== null;
+  } else if (surprised && !measured) rate *= 0.8;
   // A projected window stays while it is ahead of the figure, or while the figure (a response that
   // came back late) belongs to a window that ended before it began: its turns are counted there.
   const earlier = sample.resetAtMs !== null && b.next !== null && sample.resetAtMs <= b.next.at;
@@ -250,6 +266,7 @@ export function learnBucket(
     windowMs,
     rate,
     measured,
+    guessed,
     samples,
     last: sample,
     next,

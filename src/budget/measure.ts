@@ -18,6 +18,12 @@ interface Measure {
   rate: number;
   /** True when every figure after the first showed the bucket below full. */
   constrained: boolean;
+  /**
+   * How far off the rate may be either way, per second, when the span's ends are figures whose
+   * requests started with others of ours (Sample.alongside): those may have been counted on either
+   * side of them, in any order, so what came back between them is known only to within as many.
+   */
+  blur?: number;
 }
 
 /**
@@ -39,7 +45,14 @@ export function measure(
   if (!newest || newest.remaining > lowMark(limit)) return clearOfFull(samples, limit) ?? lowerBound(samples);
   let start = samples.length - 1;
   while (start > 0 && (samples[start - 1] as Sample).remaining <= lowMark(limit)) start--;
-  return span(samples[start] as Sample, newest, true) ?? lowerBound(samples);
+  return blurred(samples[start] as Sample, newest) ?? lowerBound(samples);
+}
+
+/** The span's rate, read as in `span`, with how far its ends blur it. */
+function blurred(a: Sample, b: Sample): Measure | null {
+  const m = span(a, b, true);
+  const off = (a.alongside ?? 0) + (b.alongside ?? 0);
+  return m === null || off === 0 ? m : { ...m, blur: (off * 1000) / (b.at - a.at) };
 }
 
 /** How far apart figures may lie, and how long a span of them must be, to show a bucket never full. */
@@ -63,7 +76,7 @@ function clearOfFull(samples: readonly Sample[], limit: number): Measure | null 
   }
   const first = samples[start] as Sample;
   const newest = samples[samples.length - 1] as Sample;
-  return newest.at - first.at < CLEAR_SPAN_MS ? null : span(first, newest, true);
+  return newest.at - first.at < CLEAR_SPAN_MS ? null : blurred(first, newest);
 }
 
 /** A bucket this low is being drawn as fast as it refills. */

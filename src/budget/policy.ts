@@ -17,6 +17,7 @@ import {
 import { tookMs } from './round-trips.ts';
 import {
   fittedSpan,
+  heldAtMost,
   lagOf,
   logAnswered,
   logDrop,
@@ -297,7 +298,12 @@ export function learn(
       grant?.at === undefined || logLike
         ? 0
         : Math.min(b.last.remaining, startedAlongside(b.sent, grant.at, slackMs(s), since));
-    const level = Math.min(b.limit, b.last.remaining + refill - since - alongside);
+    // Counted back from the figure itself (a bucket that refills as it goes), refill that came
+    // while the bucket sat full (ours held back a while, then sent on) would be read as room: our
+    // starts since bound what it can hold. Counted from Reset, the reading is short of that already.
+    const held =
+      b.guess === 'bucket' ? heldAtMost(b.sent, levelAt, b.limit, creditRate(b, policy), slackMs(next)) : b.limit;
+    const level = Math.min(b.limit, b.last.remaining + refill - since - alongside, held);
     b = { ...b, level, levelAt };
   }
   return {

@@ -230,10 +230,16 @@ function fullMargin(s: BudgetState, b: BucketEstimate, policy: BudgetPolicy): nu
  */
 export function creditRate(b: BucketEstimate, policy: BudgetPolicy): number {
   // A rate read from the first figures alone is a guess, not a bound: crediting above it would
-  // only find the bucket's edge with a 429.
+  // only find the bucket's edge with a 429. So is one read from Reset however many figures came
+  // since, while none of them spanned enough to show room to spare: detail answers carry no
+  // figures, so a bucket drained by them is seen empty only by the 429 that found the edge. Only a
+  // bucket is drained unseen that way: a window's or a log's room is also read from our own starts,
+  // which keep to what it lets through, and withholding the credit there only moved our starts
+  // against a sliding log's edge.
   const first = b.samples[0];
   const bound =
     !b.measured &&
+    !(b.guessed === true && b.guess === 'bucket') &&
     b.samples.length >= BOUND_FIGURES &&
     first !== undefined &&
     (b.last?.at ?? first.at) - first.at >= BOUND_SPAN_MS;

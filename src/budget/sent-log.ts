@@ -271,6 +271,33 @@ export function startedAlongside(
   return Math.max(0, with_ - 1 - Math.max(0, later - after));
 }
 
+/**
+ * The most a token bucket of `limit`, refilled at `rate` a second, can hold at `atMs` after our
+ * starts logged up to then: whatever it held before any of them it held no more than full, and a
+ * full bucket turns its refill away, so refill that came while it was full is not there to spend.
+ * Ours may be counted as much later than their starts as `slack`, relative to each other, so the
+ * refill between two of them is read that much short.
+ */
+export function heldAtMost(
+  log: readonly SentEntry[] | undefined,
+  atMs: number,
+  limit: number,
+  rate: number,
+  slack: number,
+): number {
+  const all = log ?? [];
+  let most = limit;
+  let since = 0;
+  for (let i = all.length - 1; i >= 0; i--) {
+    const e = all[i] as SentEntry;
+    if (e[0] > atMs) continue;
+    since += e[1];
+    // A joined entry's starts all lie from its first on.
+    most = Math.min(most, limit + (rate * Math.max(0, atMs - (e[2] ?? e[0]) - slack)) / 1000 - since);
+  }
+  return most;
+}
+
 /** The log without the start at `atMs` (or the latest just before it): a request never counted. */
 export function logDrop(log: readonly SentEntry[] | undefined, atMs: number): SentEntry[] {
   const out = [...(log ?? [])];

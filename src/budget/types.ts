@@ -56,6 +56,11 @@ export interface BucketEstimate {
   rate: number | null;
   /** Whether `rate` was measured from the bucket running low, rather than guessed from one figure. */
   measured: boolean;
+  /**
+   * Whether `rate` is still read from Reset alone (a first figure's, or refusals'), with no span of
+   * figures behind it: a guess, not a bound to find more above.
+   */
+  guessed?: boolean;
   /** Window length, for a `window` guess. */
   windowMs: number | null;
   /** Figures that spoke for each guess. */

@@ -117,6 +117,31 @@ describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token
     },
   );
 
+  it.each([300, 500, 700])(
+    'from cold, 5/s from 3 primed workers whose detail fetches carry no figures gets its rate with no 429 (starting %i ms into a second)',
+    async (phaseMs) => {
+      // At 5/s, 24 callers hold turns seconds ahead and only the first pages carry figures. A
+      // figure that came after ours had been held back a while read the refill the bucket turned
+      // away while full as room, and sent it a volley on top of its pacing; a rate read from Reset
+      // alone was credited above, as if it were a bound; a first volley's request counted just
+      // before its page read as a refill faster than the bucket's. Each drained the bucket, and no
+      // figure could show it empty before a 429 did.
+      const seconds = 12;
+      const r = await runHarness({
+        limits: { model, perKey: { limit: 5, windowSeconds: 1 } },
+        seconds,
+        reserve: 0,
+        workers: 3,
+        listEvery: 1_000_000,
+        jitterMs: 10,
+        primed: true,
+        phaseMs,
+      });
+      expect(r.limited).toBe(0);
+      expect(r.ok / (seconds * 5)).toBeGreaterThan(0.9);
+    },
+  );
+
   it('spends a burst larger than the rate, then holds the rate', async () => {
     const r = await runHarness({
       limits: { model, perKey: { limit: 20, windowSeconds: 1, burst: 100 } },
