@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startSimulator } from '../src/simulator/index.ts';
-import { defaultMemoryBudget, heapFlags } from '../src/util/memory-budget.ts';
+import { allocatorEnv, defaultMemoryBudget, heapFlags } from '../src/util/memory-budget.ts';
 import { MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../src/util/timestamp.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 import { bytesUnder, NOW, rawArchive, scaleWorld, type Timed, timed } from './scale-world.ts';
@@ -35,6 +35,7 @@ function cli(args: string[], dir: string): Promise<Timed> {
 
 function child(args: string[], env: NodeJS.ProcessEnv = {}): Promise<Timed> {
   return timed([process.execPath, ...heapFlags(defaultMemoryBudget(), []), CHILD, ...args], {
+    ...allocatorEnv(process.env),
     LOG_LEVEL: 'warn',
     ...env,
   });

@@ -12,8 +12,11 @@ if (!existsSync(fileURLToPath(entry))) {
 
 // V8 fixes its heap ceiling when the process starts, so the share of RUNSYNC_MEMORY_LIMIT that goes
 // to V8 is given by starting the command again with --max-old-space-size and --max-semi-space-size
-// (unless they were given). This process only waits for that one and passes stop signals on.
-const { heapFlagsFromEnv } = await import(new URL('../dist/src/util/memory-budget.js', import.meta.url).href);
+// (unless they were given), and with the allocator's settings (allocatorEnv). This process only
+// waits for that one and passes stop signals on.
+const { allocatorEnv, heapFlagsFromEnv } = await import(
+  new URL('../dist/src/util/memory-budget.js', import.meta.url).href
+);
 const flags =
   process.env.RUNSYNC_HEAP_SET === undefined
     ? heapFlagsFromEnv(process.env, [...process.execArgv, process.env.NODE_OPTIONS ?? ''])
@@ -33,7 +36,7 @@ if (flags.length === 0) {
     [...process.execArgv, ...flags, fileURLToPath(import.meta.url), ...process.argv.slice(2)],
     {
       stdio: ['inherit', 'inherit', 'inherit', 'ipc'],
-      env: { ...process.env, RUNSYNC_HEAP_SET: '1' },
+      env: { ...process.env, ...allocatorEnv(process.env), RUNSYNC_HEAP_SET: '1' },
     },
   );
   // Ctrl-C at a terminal reaches both processes already; passed on, it would count as a second stop.

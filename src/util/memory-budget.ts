@@ -106,6 +106,21 @@ export function heapFlags(budget: MemoryBudget, given: readonly string[]): strin
   return flags;
 }
 
+/**
+ * The allocator settings a command is started again with. glibc's malloc gives threads that
+ * allocate at once arenas of their own, up to eight per core, and each arena keeps what was freed
+ * in it for reuse by its threads: DuckDB's, V8's and libuv's each held memory the others could not
+ * use. Two arenas, unless the operator chose a number (GLIBC_TUNABLES or MALLOC_ARENA_MAX). Other
+ * C libraries ignore the setting.
+ */
+export function allocatorEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  const tunables = env.GLIBC_TUNABLES ?? '';
+  if (env.MALLOC_ARENA_MAX !== undefined || tunables.includes('glibc.malloc.arena_max')) return {};
+  return { GLIBC_TUNABLES: tunables ? `${tunables}:${ARENA_MAX}` : ARENA_MAX };
+}
+
+const ARENA_MAX = 'glibc.malloc.arena_max=2';
+
 /** The heap flags for a process started with `env`: none when a setting the command will refuse. */
 export function heapFlagsFromEnv(env: Readonly<Record<string, string | undefined>>, given: readonly string[]) {
   const bytes = parseMemorySize(env.RUNSYNC_MEMORY_LIMIT?.trim() || DEFAULT_MEMORY_LIMIT_SETTING);

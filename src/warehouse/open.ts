@@ -33,8 +33,12 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 export const DEFAULT_MEMORY_LIMIT = defaultMemoryBudget().duckdbMemoryLimit;
 /** Write-ahead log size at which a commit checkpoints. */
 export const CHECKPOINT_THRESHOLD = '128MB';
-/** The largest write-ahead log a unit closing with `keepLog` leaves for the next opener. */
-export const KEEP_LOG_MAX = 32 * 1024 * 1024;
+/**
+ * The largest write-ahead log a unit closing with `keepLog` leaves for the next opener. Every unit
+ * opens the file afresh and replays that log into memory, beside the batches streaming in, so it
+ * is kept to a few batches' worth: more checkpoints, each of a smaller log.
+ */
+export const KEEP_LOG_MAX = 16 * 1024 * 1024;
 
 function logBytes(file: string): number {
   try {

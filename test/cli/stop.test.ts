@@ -228,7 +228,13 @@ describe('a stop that always stops', () => {
     await until(() => /worker stopping/.test(w.output()), 10_000, w.output);
     await new Promise((r) => setTimeout(r, 1000));
     // bin/runsync.js, waiting, and the command it started again with V8's heap ceiling: both alive.
-    expect(processesOf(w.prefix)).toHaveLength(2);
+    const both = processesOf(w.prefix);
+    expect(both).toHaveLength(2);
+    // The command runs with glibc's malloc held to two arenas; the launcher, which holds little, without.
+    const tunables = both.map((pid) =>
+      readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes('GLIBC_TUNABLES=glibc.malloc.arena_max=2'),
+    );
+    expect(tunables.sort()).toEqual([false, true]);
     const exited = new Promise((r) => w.child.once('exit', (_code, signal) => r(signal)));
     const t0 = Date.now();
     w.child.kill('SIGTERM');

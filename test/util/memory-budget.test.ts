@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ConfigError, loadConfig, memoryBudgetOf } from '../../src/config/index.ts';
 import { sizeBytes } from '../../src/export/parquet.ts';
-import { heapFlags, memoryBudget, parseMemorySize } from '../../src/util/memory-budget.ts';
+import { allocatorEnv, heapFlags, memoryBudget, parseMemorySize } from '../../src/util/memory-budget.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 
@@ -65,6 +65,15 @@ describe('memory budget', () => {
     expect(heapFlags(b, ['--max-old-space-size=900'])).toEqual(['--max-semi-space-size=4']);
     expect(heapFlags(b, ['--max_semi_space_size=8 --max-old-space-size=900'])).toEqual([]);
     expect(heapFlags(memoryBudget(2000 * MB, 2), [''])[1]).toBe('--max-semi-space-size=16');
+  });
+
+  it("limits glibc's malloc to two arenas, unless the operator chose a number", () => {
+    expect(allocatorEnv({})).toEqual({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=2' });
+    expect(allocatorEnv({ GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0' })).toEqual({
+      GLIBC_TUNABLES: 'glibc.malloc.tcache_count=0:glibc.malloc.arena_max=2',
+    });
+    expect(allocatorEnv({ GLIBC_TUNABLES: 'glibc.malloc.arena_max=8' })).toEqual({});
+    expect(allocatorEnv({ MALLOC_ARENA_MAX: '4' })).toEqual({});
   });
 
   it("reaches DuckDB's memory_limit and threads when the warehouse opens", async () => {
