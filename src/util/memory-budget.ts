@@ -106,6 +106,8 @@ export function heapFlags(budget: MemoryBudget, given: readonly string[]): strin
   return flags;
 }
 
+const ARENA_MAX = 'glibc.malloc.arena_max=2';
+
 /**
  * The allocator settings a command is started again with. glibc's malloc gives threads that
  * allocate at once arenas of their own, up to eight per core, and each arena keeps what was freed
@@ -118,8 +120,6 @@ export function allocatorEnv(env: Readonly<Record<string, string | undefined>>):
   if (env.MALLOC_ARENA_MAX !== undefined || tunables.includes('glibc.malloc.arena_max')) return {};
   return { GLIBC_TUNABLES: tunables ? `${tunables}:${ARENA_MAX}` : ARENA_MAX };
 }
-
-const ARENA_MAX = 'glibc.malloc.arena_max=2';
 
 /** The heap flags for a process started with `env`: none when a setting the command will refuse. */
 export function heapFlagsFromEnv(env: Readonly<Record<string, string | undefined>>, given: readonly string[]) {

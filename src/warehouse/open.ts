@@ -295,13 +295,14 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       // at a million runs, a few hundred ms for a batch of a few runs. A pass's batches leave their
       // log (durable already) to the next unit, and the pass's last unit checkpoints them together.
       if (!readOnly && !broken) {
-        if (options.keepLog && logBytes(file) < KEEP_LOG_MAX) {
+        const log = options.keepLog ? logBytes(file) : 0;
+        if (options.keepLog && log < KEEP_LOG_MAX) {
           await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
         } else {
           // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
           // thread; done here first, it runs on DuckDB's threads and the process keeps answering
           // (its requests keep their pace) meanwhile.
-          const ample = !options.keepLog || logBytes(file) >= 2 * KEEP_LOG_MAX;
+          const ample = !options.keepLog || log >= 2 * KEEP_LOG_MAX;
           if (!(await checkpoint(ample))) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
           await releaseFreed();
         }
