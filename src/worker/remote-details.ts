@@ -222,7 +222,12 @@ export class RemoteDetails implements DetailSource {
         .waitUntilFinished(this.o.events)
         .then(completed, (e: unknown) => failed(e instanceof Error ? e.message : String(e)));
       const ids = job.data.ids as string[];
+      // A look that outlasts the interval (a slow Redis) must not overlap the next: both would
+      // take the job back.
+      let looking = false;
       const timer = setInterval(() => {
+        if (looking) return;
+        looking = true;
         void (async () => {
           // A failed look-up (Redis away) proves nothing; only a job Redis no longer has is asked again.
           const state = await this.o.queue.getJobState(job.id as string).catch(() => 'no answer');
@@ -247,7 +252,12 @@ export class RemoteDetails implements DetailSource {
             this.movedAt = Date.now();
             last = 'active';
           }
-        })();
+        })()
+          // A look-up Redis did not answer is made again at the next tick.
+          .catch(() => undefined)
+          .finally(() => {
+            looking = false;
+          });
       }, this.o.pollMs ?? POLL_MS);
     });
   }

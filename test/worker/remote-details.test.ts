@@ -1,4 +1,5 @@
 import { mkdtempSync, rmSync } from 'node:fs';
+import { connect, createServer, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Queue, QueueEvents, Worker } from 'bullmq';
@@ -24,15 +25,48 @@ describe('fetch jobs nobody takes', () => {
     for (const u of undo.splice(0).reverse()) await u();
   });
 
-  async function setUp() {
+  /** A link to Redis whose every chunk, each way, arrives `ms` late: a Redis slower than the polling. */
+  async function slowRedisUrl(ms: number): Promise<string> {
+    const target = new URL(REDIS_URL);
+    const sockets = new Set<Socket>();
+    const delay = (from: Socket, to: Socket) =>
+      from.on('data', (chunk) => setTimeout(() => to.writable && to.write(chunk), ms));
+    const server = createServer((client) => {
+      const upstream = connect(Number(target.port || 6379), target.hostname);
+      for (const s of [client, upstream]) {
+        sockets.add(s);
+        s.on('error', () => undefined);
+        s.on('close', () => {
+          client.destroy();
+          upstream.destroy();
+        });
+      }
+      delay(client, upstream);
+      delay(upstream, client);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    undo.push(
+      () =>
+        new Promise<void>((resolve) => {
+          for (const s of sockets) s.destroy();
+          server.close(() => resolve());
+        }),
+    );
+    return `redis://127.0.0.1:${(server.address() as { port: number }).port}`;
+  }
+
+  async function setUp(redisUrl = REDIS_URL) {
     const sim = await startSim({ seed: 31, size: 40, days: 2 });
     undo.push(() => sim.close());
     const prefix = uniquePrefix();
     undo.push(() => cleanRedis(prefix));
-    const connection = new Redis(REDIS_URL, { maxRetriesPerRequest: null });
+    const connection = new Redis(redisUrl, { maxRetriesPerRequest: null });
     undo.push(() => connection.disconnect());
     const queue = new Queue(FETCH_QUEUE, { connection, prefix });
-    const events = new QueueEvents(FETCH_QUEUE, { connection: connection.duplicate(), prefix });
+    // BullMQ leaves a connection it was given open on close.
+    const eventsConnection = connection.duplicate();
+    undo.push(() => eventsConnection.disconnect());
+    const events = new QueueEvents(FETCH_QUEUE, { connection: eventsConnection, prefix });
     undo.push(() => events.close());
     undo.push(() => queue.close());
     await events.waitUntilReady();
@@ -73,10 +107,22 @@ describe('fetch jobs nobody takes', () => {
     await batch.release();
   });
 
+  it('takes each job back once when Redis answers slower than the jobs are looked at', async () => {
+    const { ids, details, takenBack, sim } = await setUp(await slowRedisUrl(150));
+    const batch = await details.fetch(ids);
+    expect(batch.results.map((r) => r.ok && r.detail.id)).toEqual(ids);
+    expect(takenBack.map((t) => t.jobId).sort()).toEqual([...new Set(takenBack.map((t) => t.jobId))].sort());
+    expect(takenBack).toHaveLength(3);
+    expect(sim.counters.count('runs.get')).toBe(ids.length);
+    await batch.release();
+  });
+
   it('leaves a job a fetcher holds to it, and takes back those waiting only once no fetcher holds any', async () => {
     const { prefix, connection, queue, ids, details, takenBack, staging } = await setUp();
     // One fetcher that holds the first job it takes for a while, and then stops taking jobs.
     const held: number[] = [];
+    const workerConnection = connection.duplicate();
+    undo.push(() => workerConnection.disconnect());
     const worker = new Worker(
       FETCH_QUEUE,
       async (job) => {
@@ -89,7 +135,7 @@ describe('fetch jobs nobody takes', () => {
         });
         return { file, ok: job.data.ids.length, failed: 0 };
       },
-      { connection: connection.duplicate(), prefix, concurrency: 1, lockDuration: 2_000 },
+      { connection: workerConnection, prefix, concurrency: 1, lockDuration: 2_000 },
     );
     undo.push(() => worker.close(true));
     worker.on('active', () => void worker.pause(true));
