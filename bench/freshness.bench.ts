@@ -5,6 +5,7 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { loadConfig } from '../src/config/index.ts';
 import { type Change, type ChangeKind, catalogChanges, runChanges } from '../src/simulator/changes.ts';
 import { startSimulator } from '../src/simulator/index.ts';
+import type { SimWorld } from '../src/simulator/world.ts';
 import { createEngine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros, parseTimestamp } from '../src/util/timestamp.ts';
@@ -36,6 +37,37 @@ interface Case {
 
 const quantile = (xs: number[], q: number) =>
   [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(q * xs.length))] ?? Number.NaN;
+
+/**
+ * The open runs whose changes waited over a minute, by why they were open and how long they had
+ * been quiet when they changed: which runs the look schedule left waiting.
+ */
+function lateByKind(world: SimWorld, late: readonly Change[]): string {
+  const tally = new Map<string, number>();
+  for (const x of late) {
+    const index = world.runs.indexOfId(x.id);
+    if (index === null) continue;
+    const plan = world.runs.plan(index, false);
+    const before = world.runs.versionAt(plan, (x.shownAt - 1) as Micros);
+    if (!before) continue;
+    const kind = [
+      before.status ?? 'none',
+      before.waiting ? 'approval' : '',
+      before.scheduledResumeAt !== null ? 'scheduled' : '',
+      before.resolution?.type === 'pending' ? 'pending' : '',
+    ]
+      .filter(Boolean)
+      .join('+');
+    const quiet = (x.shownAt - before.at) / MICROS_PER_SECOND;
+    const span = quiet < 3600 ? 'under 1 h' : quiet < 86_400 ? '1 h to 1 d' : quiet < 7 * 86_400 ? '1-7 d' : 'over 7 d';
+    const key = `${kind} quiet ${span}`;
+    tally.set(key, (tally.get(key) ?? 0) + 1);
+  }
+  return [...tally]
+    .sort((a, b) => b[1] - a[1])
+    .map(([k, n]) => `${k}: ${n}`)
+    .join(', ');
+}
 
 /** updated_at of the pending objects found in the files a pass wrote; null for one a catalog file lacks. */
 async function found(dir: string, files: readonly string[], pending: ReadonlyMap<string, Change[]>) {
@@ -105,6 +137,8 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
     const pending = new Map<string, Change[]>();
     for (const x of changes) pending.set(`${x.table}/${x.id}`, [...(pending.get(`${x.table}/${x.id}`) ?? []), x]);
     const lags = new Map<ChangeKind, number[]>();
+    /** The changes that reached Parquet over a minute after they were shown. */
+    const slow = new Map<ChangeKind, Change[]>();
     let written = 0;
     let changedRuns = 0;
     let passes = 0;
@@ -135,7 +169,9 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
         const left = (pending.get(k) ?? []).filter((x) => {
           const there = x.updatedAt === null ? u === null : u !== null && u >= x.updatedAt;
           if (x.shownAt > now || !there) return true;
-          lags.set(x.kind, [...(lags.get(x.kind) ?? []), (now - x.shownAt) / MICROS_PER_SECOND]);
+          const lag = (now - x.shownAt) / MICROS_PER_SECOND;
+          lags.set(x.kind, [...(lags.get(x.kind) ?? []), lag]);
+          if (lag > 60) slow.set(x.kind, [...(slow.get(x.kind) ?? []), x]);
           return false;
         });
         if (left.length) pending.set(k, left);
@@ -162,8 +198,14 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
         .filter((x) => x.kind === kind && x.shownAt <= stop)
         .map((x) => (stop - x.shownAt) / MICROS_PER_SECOND);
       const all = [...l, ...still];
-      const figures = `p50 ${quantile(all, 0.5).toFixed(0)} s, max ${Math.max(0, ...l).toFixed(0)} s`;
       const late = still.filter((x) => x > 60).length;
+      const lateOnes = [
+        ...(slow.get(kind) ?? []),
+        ...[...pending.values()].flat().filter((x) => x.kind === kind && (stop - x.shownAt) / MICROS_PER_SECOND > 60),
+      ];
+      const figures =
+        `p50 ${quantile(all, 0.5).toFixed(0)} s, max ${Math.max(0, ...l).toFixed(0)} s` +
+        (kind === 'open run' && lateOnes.length ? `; over 60 s: ${lateByKind(sim.world, lateOnes)}` : '');
       row(
         `${kind}s, p95 lag to Parquet`,
         quantile(all, 0.95),

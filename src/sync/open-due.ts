@@ -25,9 +25,34 @@ export const RECHECK_FAST = 45 * MICROS_PER_SECOND;
 export const RECHECK_SLOW = 30 * MICROS_PER_MINUTE;
 /** The share of the key's rate the fast lane is sized to. */
 export const RECHECK_SHARE = 0.06;
-/** Open runs a list request answers for, as planned: a ticket's other runs fill pages too. */
-const RUNS_PER_REQUEST = 80;
+/**
+ * Open runs a list request answers for until a pass has measured it (open-runs.ts learns it): a
+ * ticket's other open runs fill pages too, and a run its listing leaves out takes no room.
+ */
+export const RUNS_PER_REQUEST = 80;
 const QUIET_SHARE = 8;
+
+/** Looks at open runs and the list requests they took, over the last passes (in _sync_state). */
+export interface ListingYield {
+  looks: number;
+  requests: number;
+}
+
+/** Requests before a measured yield is trusted, and past which the figures are halved. */
+const YIELD_REQUESTS_MIN = 10;
+const YIELD_REQUESTS_MAX = 1000;
+
+/** Open runs a list request answers for: as measured, within what a request can do. */
+export function runsPerRequestOf(y: ListingYield | null): number {
+  if (!y || y.requests < YIELD_REQUESTS_MIN) return RUNS_PER_REQUEST;
+  return Math.min(200, Math.max(10, y.looks / y.requests));
+}
+
+export function addYield(y: ListingYield | null, looks: number, requests: number): ListingYield {
+  const next = { looks: (y?.looks ?? 0) + looks, requests: (y?.requests ?? 0) + requests };
+  if (next.requests > YIELD_REQUESTS_MAX) return { looks: next.looks / 2, requests: next.requests / 2 };
+  return next;
+}
 
 export interface OpenRunCheck {
   updatedAt: Micros;
@@ -65,9 +90,10 @@ export function dueOpenRuns<T extends OpenRunCheck>(
   now: Micros,
   ratePerSecond: number | null,
   changeRate: ChangeRate<T> = (_, quiet) => 1 / Math.max(1, quiet),
+  runsPerRequest: number = RUNS_PER_REQUEST,
 ): T[] {
   if (ratePerSecond === null || !(ratePerSecond > 0)) return runs.filter((r) => recheckDue(r, now));
-  let room = RECHECK_SHARE * ratePerSecond * RUNS_PER_REQUEST;
+  let room = RECHECK_SHARE * ratePerSecond * runsPerRequest;
   // Passes minutes apart look at a run once a pass at most: the latest look was the last pass.
   const gap = Math.max(0, now - runs.reduce((a, r) => Math.max(a, r.lastCheckedAt ?? 0), 0));
   const ranked = runs

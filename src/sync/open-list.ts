@@ -1,4 +1,4 @@
-import { FilterError, type ListPage, type RunSummary } from '../api/index.ts';
+import { FilterError, type ListPage, type RunListFilter, type RunSummary } from '../api/index.ts';
 import type { TicketBatch } from './open-runs.ts';
 import { readSlice } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
@@ -7,6 +7,23 @@ import type { RunCounts, SyncDeps } from './types.ts';
 // listed at once: one after the other, a pass with tens of thousands of open runs would wait a
 // round trip per page, with the budget's turns unused. The budget still paces every request.
 // Each batch is handed on whole, in order: a batch is small, and its runs are judged together.
+
+/**
+ * What a ticket batch's listing asks for besides the tickets: the state that keeps its runs open,
+ * where one does (`state`: running or paused; `pending`: a resolution pending); `any` otherwise.
+ */
+export type OpenListing = 'state' | 'pending' | 'any';
+
+const LISTING_FILTERS: Record<OpenListing, Omit<RunListFilter, 'createdAfter' | 'createdBefore' | 'ticketId'>> = {
+  state: { status: ['running', 'paused'] },
+  pending: { resolutionType: ['pending'] },
+  any: {},
+};
+
+/** The filter a batch's listing adds to its ticket ids. */
+export function batchFilter(batch: TicketBatch): Omit<RunListFilter, 'createdAfter' | 'createdBefore'> {
+  return { ticketId: batch.tickets, ...LISTING_FILTERS[batch.listing] };
+}
 
 /** Ticket batches listed at once. */
 export const BATCHES_AT_ONCE = 4;
@@ -26,7 +43,7 @@ async function listBatch(deps: SyncDeps, batch: TicketBatch, counts: RunCounts, 
       deps,
       { from: batch.createdFrom, to: batch.createdTo },
       { part: 0, cursor: null },
-      { filter: { ticketId: batch.tickets }, counts, signal, logFields: { openRuns: batch.runs.size } },
+      { filter: batchFilter(batch), counts, signal, logFields: { openRuns: batch.runs.size } },
     ))
       pages.push(page);
   } catch (e) {

@@ -6,12 +6,12 @@ import { getState, setState } from '../warehouse/sync-state.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { dueOpenRuns, type OpenRunCheck, quietOf } from './open-due.ts';
+import { addYield, dueOpenRuns, type ListingYield, type OpenRunCheck, quietOf, runsPerRequestOf } from './open-due.ts';
 import { changeRate, type HazardStats, observe } from './open-hazard.ts';
-import { listTicketBatches } from './open-list.ts';
+import { listTicketBatches, type OpenListing } from './open-list.ts';
 import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { RUNS_PAGE_SIZE } from './slice.ts';
-import { OPEN_HAZARD_KEY } from './state-keys.ts';
+import { OPEN_HAZARD_KEY, OPEN_YIELD_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
@@ -21,9 +21,11 @@ import type { RunCounts, SyncDeps } from './types.ts';
 //
 // The cheapest check the API allows is the runs list filtered by ticket id: one request answers
 // for up to 200 tickets (up to 100 runs a page), bounded by the created times of the runs asked
-// about. Only runs whose summary moved have their detail fetched. A tracked run the listing does
-// not return (its ticket id cannot be used as a filter value, or it changed) is fetched by id.
-// Which runs are due, and how their looks share the key's rate: open-due.ts.
+// about. The listing also asks for the state that keeps the runs open (running or paused, or a
+// resolution pending), so a ticket's settled runs do not take the page's room: a run that left
+// that state is not returned, which tells it changed. Only runs whose summary moved, or that the
+// listing did not return (changed, or a ticket id that cannot be a filter value), have their
+// detail fetched. Which runs are due, and how their looks share the key's rate: open-due.ts.
 
 export function isOpenRun(
   run: Pick<RunSummary, 'status' | 'approval' | 'scheduled_resume_at' | 'resolution'>,
@@ -56,6 +58,12 @@ function openKindSql(alias: string): string {
     CASE WHEN ${c('resolution_type')} = 'pending' THEN 'pending' END)`;
 }
 
+function listingSql(alias: string): string {
+  const c = (name: string) => `${alias}.${name}`;
+  return `CASE WHEN ${c('status')} IN ('running', 'paused') THEN 'state'
+    WHEN ${c('resolution_type')} = 'pending' THEN 'pending' ELSE 'any' END`;
+}
+
 export const TICKETS_PER_REQUEST = 200;
 /** Runs a ticket batch is planned to list at most: two pages. */
 export const RUNS_PER_BATCH = 2 * RUNS_PAGE_SIZE;
@@ -66,8 +74,13 @@ export interface OpenRun extends OpenRunCheck {
   id: string;
   ticketId: string | null;
   createdAt: Micros;
-  /** Runs stored with the same ticket id (1 when not known): listing the ticket returns them all. */
+  /**
+   * Runs stored with the same ticket id that its listing returns (1 when not known): those in the
+   * state it asks for, or all of them.
+   */
   ticketRuns?: number;
+  /** What its ticket batch asks for (`any` when not known). */
+  listing?: OpenListing;
   /** What kind of open run it is (its status and why it is open), as its looks are learned from. */
   kind?: string;
 }
@@ -87,16 +100,23 @@ export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Pro
     s: bigint | null;
     n: bigint | null;
     k: string;
+    f: OpenListing;
   }>(
     `WITH open AS (
        SELECT r.id, r.ticket_id AS t, epoch_us(r.created_at) AS c, epoch_us(r.updated_at) AS u,
-         epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s, ${openKindSql('r')} AS k
+         epoch_us(o.last_checked_at) AS l, epoch_us(r.scheduled_resume_at) AS s, ${openKindSql('r')} AS k,
+         ${listingSql('r')} AS f
        FROM runs r LEFT JOIN _sync_open_runs o ON o.run_id = r.id
        WHERE ${openRunSql('r')} AND ${range('r.created_at')}),
      shared AS (
-       SELECT ticket_id AS t, count(*) AS n FROM runs
+       SELECT ticket_id AS t, count(*) AS n_any,
+         count(*) FILTER (WHERE status IN ('running', 'paused')) AS n_state,
+         count(*) FILTER (WHERE resolution_type = 'pending') AS n_pending
+       FROM runs
        WHERE ${range('created_at')} AND ticket_id IN (SELECT t FROM open) GROUP BY ticket_id)
-     SELECT open.*, shared.n FROM open LEFT JOIN shared ON shared.t = open.t ORDER BY open.c, open.id`,
+     SELECT open.*, CASE open.f WHEN 'state' THEN shared.n_state WHEN 'pending' THEN shared.n_pending
+         ELSE shared.n_any END AS n
+     FROM open LEFT JOIN shared ON shared.t = open.t ORDER BY open.c, open.id`,
     [BigInt(from), BigInt(before)],
   );
   const n = (v: bigint | null) => (v === null ? null : Number(v));
@@ -109,10 +129,12 @@ export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Pro
     scheduledResumeAt: n(r.s),
     ticketRuns: Math.max(1, Number(r.n ?? 1)),
     kind: r.k,
+    listing: r.f,
   }));
 }
 
 export interface TicketBatch {
+  listing: OpenListing;
   tickets: string[];
   runs: Map<string, OpenRun>;
   createdFrom: Micros;
@@ -121,38 +143,43 @@ export interface TicketBatch {
 }
 
 /**
- * Open runs (oldest first) in batches of up to 200 distinct ticket ids, and those no filter can
- * name. A batch also stops before its tickets' runs would overflow two pages: a ticket's other
- * runs are listed with it, and a third page holding a few runs would cost as much as a full one.
+ * Open runs (oldest first) in batches of up to 200 distinct ticket ids, each batch of one kind of
+ * listing, and those no filter can name. A batch also stops before its tickets' runs would
+ * overflow two pages: a ticket's other runs in the state asked for are listed with it, and a third
+ * page holding a few runs would cost as much as a full one.
  */
 export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBatch[]; byId: OpenRun[] } {
   const batches: TicketBatch[] = [];
   const byId: OpenRun[] = [];
-  let current: TicketBatch | null = null;
-  let listed = 0;
+  const filling = new Map<OpenListing, { batch: TicketBatch; tickets: Set<string>; listed: number }>();
   for (const run of runs) {
     const t = run.ticketId;
     if (t === null || t === '' || [...t].length > MAX_TICKET_ID_LENGTH) {
       byId.push(run);
       continue;
     }
-    const known = current?.tickets.includes(t) === true;
+    const listing = run.listing ?? 'any';
+    let current = filling.get(listing);
+    const known = current?.tickets.has(t) === true;
     const more = run.ticketRuns ?? 1;
     if (
-      current === null ||
-      (!known && (current.tickets.length >= TICKETS_PER_REQUEST || listed + more > RUNS_PER_BATCH))
+      current === undefined ||
+      (!known && (current.tickets.size >= TICKETS_PER_REQUEST || current.listed + more > RUNS_PER_BATCH))
     ) {
-      current = { tickets: [], runs: new Map(), createdFrom: run.createdAt, createdTo: run.createdAt + 1 };
-      batches.push(current);
-      listed = 0;
+      const batch = { listing, tickets: [], runs: new Map(), createdFrom: run.createdAt, createdTo: run.createdAt + 1 };
+      current = { batch, tickets: new Set<string>(), listed: 0 };
+      filling.set(listing, current);
+      batches.push(batch);
     }
     if (!known) {
-      current.tickets.push(t);
-      listed += more;
+      current.batch.tickets.push(t);
+      current.tickets.add(t);
+      current.listed += more;
     }
-    current.runs.set(run.id, run);
-    current.createdFrom = Math.min(current.createdFrom, run.createdAt);
-    current.createdTo = Math.max(current.createdTo, run.createdAt + 1);
+    const batch = current.batch;
+    batch.runs.set(run.id, run);
+    batch.createdFrom = Math.min(batch.createdFrom, run.createdAt);
+    batch.createdTo = Math.max(batch.createdTo, run.createdAt + 1);
   }
   return { batches, byId };
 }
@@ -170,12 +197,16 @@ export async function refreshOpenRuns(
   if (before <= from) return [];
   const now = deps.now();
   const rate = (await deps.budget?.snapshot())?.ratePerSecond ?? null;
-  const { stored, hazard } = await deps.gate.use(async (wh) => ({
+  const { stored, hazard, listingYield } = await deps.gate.use(async (wh) => ({
     stored: await openRuns(wh, from, before),
     hazard: (await getState<HazardStats>(wh, OPEN_HAZARD_KEY)) ?? {},
+    listingYield: (await getState<ListingYield>(wh, OPEN_YIELD_KEY)) ?? null,
   }));
-  const open = dueOpenRuns(stored, now, rate, (r, quiet) => changeRate(hazard, r.kind ?? '', quiet));
+  const likely = (r: OpenRun, quiet: Micros) => changeRate(hazard, r.kind ?? '', quiet);
+  const open = dueOpenRuns(stored, now, rate, likely, runsPerRequestOf(listingYield));
   if (open.length === 0) return [];
+  let listedLooks = 0;
+  let listRequests = 0;
   const looked = (run: OpenRun, changed: boolean) => {
     if (run.lastCheckedAt !== null)
       observe(hazard, run.kind ?? '', quietOf(run), (now - run.lastCheckedAt) as Micros, changed);
@@ -187,6 +218,8 @@ export async function refreshOpenRuns(
       async (push, signal) => {
         const direct = [...byId];
         for await (const { batch, pages, filterError } of listTicketBatches(deps, batches, counts, signal)) {
+          listRequests += pages.length;
+          if (!filterError) listedLooks += batch.runs.size;
           // `seen` keeps a run listed twice (a listing started over) from being judged twice.
           const seen = new Set<string>();
           for (const page of pages) {
@@ -219,7 +252,13 @@ export async function refreshOpenRuns(
               { parameter: filterError.parameter, error: filterError.message },
               'open runs the ticket filter cannot name are checked one by one',
             );
-          for (const run of batch.runs.values()) if (!seen.has(run.id)) direct.push(run);
+          for (const run of batch.runs.values()) {
+            if (seen.has(run.id)) continue;
+            // Not returned by a listing the API took: the run left the state asked for (or its
+            // ticket), so it changed.
+            if (!filterError) looked(run, true);
+            direct.push(run);
+          }
         }
         for (let i = 0; i < direct.length; i += DETAILS_PER_ITEM) {
           const ids = direct.slice(i, i + DETAILS_PER_ITEM).map((r) => r.id);
@@ -236,7 +275,11 @@ export async function refreshOpenRuns(
   } finally {
     fetcher.close();
   }
-  await deps.gate.use((wh) => setState(wh, OPEN_HAZARD_KEY, hazard, deps.now()));
+  await deps.gate.use(async (wh) => {
+    await setState(wh, OPEN_HAZARD_KEY, hazard, deps.now());
+    if (listRequests > 0)
+      await setState(wh, OPEN_YIELD_KEY, addYield(listingYield, listedLooks, listRequests), deps.now());
+  });
   return open.map((r) => r.id);
 }
 

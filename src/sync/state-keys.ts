@@ -7,3 +7,5 @@ export const WATERMARK_KEY = 'runs.watermark';
 export const ROLLING_KEY = 'runs.rolling';
 /** What the looks at open runs have found: how often each kind changes (open-hazard.ts). */
 export const OPEN_HAZARD_KEY = 'runs.open_hazard';
+/** How many open runs a list request has answered for lately (open-runs.ts). */
+export const OPEN_YIELD_KEY = 'runs.open_yield';

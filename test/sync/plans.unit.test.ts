@@ -1,14 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import type { ListPage, RunSummary } from '../../src/api/index.ts';
 import {
+  addYield,
   dueOpenRuns,
   RECHECK_FAST,
   RECHECK_MAX,
   RECHECK_MIN,
   RECHECK_SHARE,
   RECHECK_SLOW,
+  RUNS_PER_REQUEST,
   recheckDue,
+  runsPerRequestOf,
 } from '../../src/sync/open-due.ts';
+import { batchFilter, type OpenListing } from '../../src/sync/open-list.ts';
 import { isOpenRun, type OpenRun, planTicketBatches, TICKETS_PER_REQUEST } from '../../src/sync/open-runs.ts';
 import { judge } from '../../src/sync/walk.ts';
 import { runsWindow, slices } from '../../src/sync/window.ts';
@@ -180,6 +184,22 @@ describe('open runs', () => {
     }
   });
 
+  it('are listed by the state that keeps them open, so settled runs of their tickets take no room', () => {
+    const kinds: OpenListing[] = ['state', 'pending', 'any'];
+    const runs = Array.from({ length: 9 }, (_, i) => ({ ...run(i, `t${i}`), listing: kinds[i % 3] }));
+    const { batches } = planTicketBatches(runs);
+    expect(batches.map((b) => [b.listing, b.tickets])).toEqual([
+      ['state', ['t0', 't3', 't6']],
+      ['pending', ['t1', 't4', 't7']],
+      ['any', ['t2', 't5', 't8']],
+    ]);
+    expect(batches.map(batchFilter)).toEqual([
+      { ticketId: ['t0', 't3', 't6'], status: ['running', 'paused'] },
+      { ticketId: ['t1', 't4', 't7'], resolutionType: ['pending'] },
+      { ticketId: ['t2', 't5', 't8'] },
+    ]);
+  });
+
   it('that no ticket filter can name are fetched by id', () => {
     const long = 'x'.repeat(201);
     const { batches, byId } = planTicketBatches([run(1, null), run(2, ''), run(3, long), run(4, 'ok')]);
@@ -245,6 +265,26 @@ describe('open runs due for a re-check', () => {
         lastCheckedAt: null,
       }));
       expect(dueOpenRuns(fresh, now, rate)).toHaveLength(3 * fit);
+    });
+
+    it('sizes the fast lane by the runs a request has been found to answer for', () => {
+      const rate = 10;
+      const fitting = (perRequest: number) =>
+        Math.floor((RECHECK_SHARE * rate * perRequest * RECHECK_FAST) / MICROS_PER_SECOND);
+      const idle = many(4 * fitting(RUNS_PER_REQUEST), 20 * MICROS_PER_DAY, RECHECK_FAST, 'idle');
+      const measured = addYield(addYield(null, 1200, 10), 800, 10);
+      expect(runsPerRequestOf(measured)).toBe(100);
+      expect(dueOpenRuns(idle, now, rate).length).toBeLessThanOrEqual(fitting(RUNS_PER_REQUEST));
+      const due = dueOpenRuns(idle, now, rate, undefined, runsPerRequestOf(measured)).length;
+      expect(due).toBeGreaterThan(fitting(100) - 2);
+      expect(due).toBeLessThanOrEqual(fitting(100));
+      // Too few requests to go by, and a figure no request can reach, are not trusted.
+      expect(runsPerRequestOf(addYield(null, 900, 3))).toBe(RUNS_PER_REQUEST);
+      expect(runsPerRequestOf(addYield(null, 90_000, 30))).toBe(200);
+      // Older passes weigh less as requests add up.
+      const halved = addYield({ looks: 40_000, requests: 1000 }, 10_000, 50);
+      expect(halved.requests).toBe(525);
+      expect(runsPerRequestOf(halved)).toBeCloseTo(50_000 / 1050, 6);
     });
 
     it('looks at every open run every pass when passes come further apart than the share needs', () => {
