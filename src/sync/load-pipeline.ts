@@ -9,17 +9,21 @@ export interface PipelineItem {
   ready: Promise<unknown>;
 }
 
-export interface PipelineOptions {
-  /** Items produced ahead of the commits (backpressure). */
+export interface PipelineOptions<T> {
+  /** Items produced ahead of the commits (backpressure), counted by `weight`. */
   ahead: number;
   signal: AbortSignal;
+  /** The room an item takes of `ahead` (default 1). */
+  weight?: (item: T) => number;
 }
 
 export async function runPipeline<T extends PipelineItem>(
   produce: (push: (item: T) => Promise<void>, signal: AbortSignal) => Promise<void>,
   commit: (items: T[]) => Promise<void>,
-  options: PipelineOptions,
+  options: PipelineOptions<T>,
 ): Promise<void> {
+  const weigh = options.weight ?? (() => 1);
+  let load = 0;
   const controller = new AbortController();
   const onAbort = () => controller.abort(options.signal.reason);
   // A signal aborted before the pipeline began fires no event: it stops at once.
@@ -52,11 +56,12 @@ export async function runPipeline<T extends PipelineItem>(
         wake('committer');
       },
     );
-    while (queue.length >= options.ahead && !controller.signal.aborted) {
+    while (load >= options.ahead && !controller.signal.aborted) {
       await new Promise<void>((r) => (wakeProducer = r));
     }
     if (controller.signal.aborted) throw controller.signal.reason;
     queue.push(entry);
+    load += weigh(item);
     wake('committer');
   };
 
@@ -87,6 +92,7 @@ export async function runPipeline<T extends PipelineItem>(
       let n = 0;
       while (n < queue.length && queue[n]?.settled && queue[n]?.failure === null) n++;
       const batch = queue.splice(0, n);
+      for (const b of batch) load -= weigh(b.item);
       wake('producer');
       if (batch.length) await commit(batch.map((b) => b.item));
       const failed = queue[0];

@@ -9,7 +9,7 @@ import { runPipeline } from './load-pipeline.ts';
 import { addYield, dueOpenRuns, type ListingYield, type OpenRunCheck, quietOf, runsPerRequestOf } from './open-due.ts';
 import { changeRate, type HazardStats, observe } from './open-hazard.ts';
 import { listTicketBatches, type OpenListing } from './open-list.ts';
-import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
+import { commitRunItems, itemWeight, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { RUNS_PAGE_SIZE } from './slice.ts';
 import { OPEN_HAZARD_KEY, OPEN_YIELD_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
@@ -270,7 +270,7 @@ export async function refreshOpenRuns(
         }
       },
       (items) => commitRunItems(deps, items, counts),
-      { ahead: deps.settings.bufferedPages, signal: deps.signal },
+      { ahead: deps.settings.bufferedPages, signal: deps.signal, weight: itemWeight },
     );
   } finally {
     fetcher.close();

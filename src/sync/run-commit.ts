@@ -29,6 +29,16 @@ export interface RunItem extends PipelineItem {
 
 export const NO_DETAILS: Promise<DetailBatch> = Promise.resolve({ results: [], release: () => Promise.resolve() });
 
+/**
+ * The room an item takes of the pages a pass holds ahead of its commits: one with details a
+ * whole place, one without (a page that found nothing new) an eighth. At a million runs the
+ * reconciliation's pages mostly find nothing, and each commit opens the file: many such pages to
+ * a commit spare those opens, at little memory.
+ */
+export function itemWeight(item: RunItem): number {
+  return item.ready === NO_DETAILS ? 1 / 8 : 1;
+}
+
 export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], counts: RunCounts): Promise<void> {
   const details: unknown[] = [];
   const loaded: string[] = [];

@@ -6,7 +6,7 @@ import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { ListAhead } from './list-ahead.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { commitRunItems, NO_DETAILS, type RunItem } from './run-commit.ts';
+import { commitRunItems, itemWeight, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { type CursorRestart, readSlice, type SliceAt } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 import { slices, type Window } from './window.ts';
@@ -136,7 +136,7 @@ export async function walkRuns(
         );
         hooks.onProgress?.(committed, parts.length);
       },
-      { ahead: deps.settings.bufferedPages, signal: deps.signal },
+      { ahead: deps.settings.bufferedPages, signal: deps.signal, weight: itemWeight },
     );
   } finally {
     fetcher.close();

@@ -75,6 +75,30 @@ describe('the load pipeline', () => {
     expect(pushed).toBe(8);
   });
 
+  it('counts an item by its weight against `ahead`: light ones (no details) go more to a commit', async () => {
+    const items = Array.from({ length: 40 }, (_, i) => item(i));
+    let pushed = 0;
+    const commits: number[][] = [];
+    const done = runPipeline<Item>(
+      async (push) => {
+        for (const it of items) {
+          await push(it);
+          pushed++;
+        }
+      },
+      async (batch) => void commits.push(batch.map((b) => b.n)),
+      // The first two items are heavy, the rest an eighth each.
+      { ahead: 4, signal: new AbortController().signal, weight: (it) => (it.n < 2 ? 1 : 1 / 8) },
+    );
+    await tick();
+    // 2 heavy items and 16 light ones fill the room of 4.
+    expect(pushed).toBe(18);
+    for (const it of items) it.settle();
+    await done;
+    expect(commits.flat()).toEqual(items.map((it) => it.n));
+    expect(commits[0]).toHaveLength(18);
+  });
+
   it('commits everything before a failed item, then throws its failure and stops producing', async () => {
     const items = Array.from({ length: 5 }, (_, i) => item(i));
     const commits: number[] = [];
