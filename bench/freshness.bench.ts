@@ -193,16 +193,13 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       const l = lags.get(kind) ?? [];
       // A change not in Parquet yet has waited at least this long: counted so, the p95 cannot
       // leave out the slowest.
-      const still = [...pending.values()]
-        .flat()
-        .filter((x) => x.kind === kind && x.shownAt <= stop)
-        .map((x) => (stop - x.shownAt) / MICROS_PER_SECOND);
+      const unfound = [...pending.values()].flat().filter((x) => x.kind === kind && x.shownAt <= stop);
+      const waited = (x: Change) => (stop - x.shownAt) / MICROS_PER_SECOND;
+      const still = unfound.map(waited);
       const all = [...l, ...still];
-      const late = still.filter((x) => x > 60).length;
-      const lateOnes = [
-        ...(slow.get(kind) ?? []),
-        ...[...pending.values()].flat().filter((x) => x.kind === kind && (stop - x.shownAt) / MICROS_PER_SECOND > 60),
-      ];
+      const stillLate = unfound.filter((x) => waited(x) > 60);
+      const late = stillLate.length;
+      const lateOnes = [...(slow.get(kind) ?? []), ...stillLate];
       const figures =
         `p50 ${quantile(all, 0.5).toFixed(0)} s, max ${Math.max(0, ...l).toFixed(0)} s` +
         (kind === 'open run' && lateOnes.length ? `; over 60 s: ${lateByKind(sim.world, lateOnes)}` : '');
