@@ -103,12 +103,31 @@ export function dueOpenRuns<T extends OpenRunCheck>(
     })
     .sort((a, b) => b.likely - a.likely || a.quiet - b.quiet);
   const due: T[] = [];
+  const early: { run: T; ratio: number }[] = [];
+  let perPass = 0;
   for (const { run, quiet } of ranked) {
     // Looks per second this run takes in the fast lane.
     const looks = MICROS_PER_SECOND / Math.max(gap, recheckInterval(quiet, RECHECK_FAST));
     const fast = room >= looks;
     if (fast) room -= looks;
-    if (recheckDue(run, now, fast ? RECHECK_FAST : RECHECK_SLOW)) due.push(run);
+    const longest = fast ? RECHECK_FAST : RECHECK_SLOW;
+    const interval = recheckInterval(quiet, longest);
+    perPass += Math.min(1, gap / interval);
+    if (recheckDue(run, now, longest)) {
+      due.push(run);
+      continue;
+    }
+    const waited = now - (run.lastCheckedAt ?? now);
+    if (2 * waited >= interval) early.push({ run, ratio: waited / interval });
+  }
+  // Runs looked at in one pass (the first, or a lane's whole turn) come due together again, and
+  // that pass then takes far longer than the others while every change waits for it. A pass takes
+  // as many as passes this far apart take on average: besides the runs due, those nearest to due
+  // (once half their interval has passed), so the turns spread over the interval.
+  const more = Math.floor(perPass) - due.length;
+  if (more > 0) {
+    early.sort((a, b) => b.ratio - a.ratio);
+    for (const { run } of early.slice(0, more)) due.push(run);
   }
   return due;
 }

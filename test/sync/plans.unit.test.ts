@@ -21,6 +21,7 @@ import {
   MICROS_PER_HOUR,
   MICROS_PER_MINUTE,
   MICROS_PER_SECOND,
+  type Micros,
   parseTimestamp,
 } from '../../src/util/timestamp.ts';
 
@@ -244,7 +245,34 @@ describe('open runs due for a re-check', () => {
     it('looks at every open run within RECHECK_FAST while their looks fit the share', () => {
       const runs = many(100, 30 * MICROS_PER_DAY, RECHECK_FAST, 'q');
       expect(dueOpenRuns(runs, now, 50)).toHaveLength(100);
-      expect(dueOpenRuns(many(100, 30 * MICROS_PER_DAY, RECHECK_FAST - 1, 'q'), now, 50)).toHaveLength(0);
+      // With passes 5 s apart, a pass takes early only its share of those past half their interval.
+      const lastPass = many(1, 30 * MICROS_PER_DAY, 5 * SEC, 'p');
+      const early = many(100, 30 * MICROS_PER_DAY, RECHECK_FAST - SEC, 'q');
+      expect(dueOpenRuns([...early, ...lastPass], now, 50)).toHaveLength(Math.floor((101 * 5) / 45));
+      const young = many(100, 30 * MICROS_PER_DAY, RECHECK_FAST / 2 - SEC, 'q');
+      expect(dueOpenRuns([...young, ...lastPass], now, 50)).toHaveLength(0);
+    });
+
+    it('spreads runs looked at in one pass over the passes of their interval', () => {
+      // 900 runs of the fast lane, all looked at by one pass; passes every 5 s from then on.
+      const step = 5 * SEC;
+      const runs = many(900, 30 * MICROS_PER_DAY, 0, 'q');
+      const byId = new Map(runs.map((r, i) => [`q${i}`, r]));
+      const taken: number[] = [];
+      let longest = 0;
+      for (let t = now + step; t <= now + 6 * RECHECK_FAST; t += step) {
+        const due = dueOpenRuns([...byId.values()], t as Micros, 50);
+        taken.push(due.length);
+        for (const r of due) {
+          longest = Math.max(longest, t - (r.lastCheckedAt ?? t));
+          r.lastCheckedAt = t;
+        }
+      }
+      // Without spreading, a pass every 45 s takes all 900 and the others none.
+      const later = taken.slice(taken.length / 2);
+      expect(Math.max(...later)).toBeLessThanOrEqual(200);
+      expect(later.reduce((a, b) => a + b, 0) / later.length).toBeGreaterThan(90);
+      expect(longest).toBeLessThanOrEqual(RECHECK_FAST);
     });
 
     it('gives the fast lane to the least quiet runs, and looks at the rest every RECHECK_SLOW', () => {
