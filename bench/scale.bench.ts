@@ -61,8 +61,8 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
   const skip = (process.env.BENCH_SCALE_SKIP ?? '').split(',');
   const lastJson = <T>(t: Timed): T => JSON.parse(t.stdout.trim().split('\n').at(-1) || '{}') as T;
   const root = mkdtempSync(join(tmpdir(), 'runsync-bench-scale-'));
+  const dir = join(root, 'w');
   try {
-    const dir = join(root, 'w');
     await worldWarehouse(w, dir, log);
     const sim = await startSimulator({ port: 0, seed: w.seed, size, days: w.days, now: NOW, clock: 'manual' });
     try {
@@ -187,7 +187,9 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
       }
     }
   } finally {
-    rmSync(root, { recursive: true, force: true });
+    // BENCH_SCALE_KEEP=1 leaves the warehouse after the passes, to look into a figure.
+    if (process.env.BENCH_SCALE_KEEP === '1') log(`kept ${dir}`);
+    else rmSync(root, { recursive: true, force: true });
   }
   return rows;
 }
