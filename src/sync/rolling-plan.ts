@@ -15,6 +15,8 @@ export interface RollingState {
   /** Created time where the next step starts. */
   position: Micros;
   roundStartedAt: Micros;
+  /** Created time where the round began (absent in states saved before it was kept). */
+  roundFrom?: Micros;
   /** When the round before this one started: every run of the horizon was looked at since. */
   previousRoundStartedAt: Micros | null;
   /** When the last step was planned: the pace of passes. */
@@ -60,6 +62,7 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
     const fresh: RollingState = {
       position: horizon.from,
       roundStartedAt: now,
+      roundFrom: horizon.from,
       previousRoundStartedAt: null,
       steppedAt: now,
       step: null,
@@ -72,14 +75,25 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
   const steps = stepsPerRound(every, gap);
   if (!Number.isFinite(steps) || span === 0) return { step: null, state, gap };
   let { position, roundStartedAt, previousRoundStartedAt, limitedByBudget } = state;
+  let roundFrom = state.roundFrom ?? position;
   if (position < horizon.from) position = horizon.from;
   if (position >= horizon.to || state.roundDone) {
     previousRoundStartedAt = roundStartedAt;
     roundStartedAt = now;
     position = horizon.from;
+    roundFrom = position;
     limitedByBudget = false;
   }
-  const to = Math.min(horizon.to, position + Math.ceil(span / steps)) as Micros;
+  // Where the round should stand once this step is walked, by the time it has run: the round ends
+  // a pass before the interval does. A step carried on to fill its last page, or passes that came
+  // closer than the last, put the round ahead, and the next steps are shorter (or none), so the
+  // round keeps to the interval and no faster. Behind (passes stopped a while), a step takes at
+  // most twice its share until it is back on time.
+  const share = Math.ceil(span / steps);
+  const due = Math.min(1, (now - roundStartedAt + gap) / Math.max(gap, every - gap));
+  const target = Math.ceil(roundFrom + due * Math.max(0, horizon.to - roundFrom));
+  const to = Math.min(horizon.to, position + 2 * share, target) as Micros;
+  if (to <= position) return { step: null, gap, state: { ...state, steppedAt: now } };
   const step = { from: position, to };
   return {
     step,
@@ -87,6 +101,7 @@ export function planRollingStep({ state, now, horizon, every }: RollingInput): R
     state: {
       position,
       roundStartedAt,
+      roundFrom,
       previousRoundStartedAt,
       steppedAt: now,
       step,

@@ -8,7 +8,7 @@ import {
   stepsPerRound,
   verifiedSince,
 } from '../../src/sync/rolling-plan.ts';
-import { MICROS_PER_DAY, MICROS_PER_MINUTE, type Micros } from '../../src/util/timestamp.ts';
+import { MICROS_PER_DAY, MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros } from '../../src/util/timestamp.ts';
 
 const HOUR = (60 * MICROS_PER_MINUTE) as Micros;
 const EVERY = HOUR;
@@ -133,5 +133,31 @@ describe('the rolling reconciliation plan', () => {
     const last = fillStep(plan, (20 * HOUR) as Micros, horizon.to);
     expect(last.step?.to).toBe(horizon.to);
     expect(last.state.stepEndsRound).toBe(true);
+  });
+
+  it('keeps to the interval when steps are carried on to fill their last page', () => {
+    // Passes every 6 s for two hours; every step carried on to the next "page" boundary, 0.7 of a
+    // step's share apart, as stored runs filling a page would carry it.
+    const gap = (6 * MICROS_PER_SECOND) as Micros;
+    const horizonSpan = 30 * MICROS_PER_DAY;
+    const page = Math.floor((0.7 * horizonSpan) / stepsPerRound(EVERY, gap));
+    let state: RollingState | undefined;
+    let walked = 0;
+    let rounds = 0;
+    const start = 100 * MICROS_PER_DAY;
+    for (let now = start; now <= start + 2 * HOUR; now += gap) {
+      const horizon = { from: (now - horizonSpan) as Micros, to: (now - HOUR) as Micros };
+      let plan = planRollingStep({ state, now: now as Micros, horizon, every: EVERY });
+      if (plan.step) {
+        plan = fillStep(plan, (Math.ceil(plan.step.to / page) * page) as Micros, horizon.to);
+        walked += (plan.step?.to ?? 0) - (plan.step?.from ?? 0);
+        if (plan.state.stepEndsRound) rounds++;
+      }
+      state = stepDone(plan.state);
+    }
+    // Two hours walk two horizons (the first pass lists its own): not the half more the pages add.
+    expect(walked / horizonSpan).toBeGreaterThan(1.9);
+    expect(walked / horizonSpan).toBeLessThan(2.1);
+    expect(rounds).toBe(2);
   });
 });
