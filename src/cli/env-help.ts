@@ -49,7 +49,7 @@ const SETTINGS: Record<string, readonly [Group, string]> = {
   REDIS_URL: ['queue', "the workers' Redis (redis://host:6379)"],
   RUNSYNC_QUEUE_PREFIX: ['queue', 'key prefix of the queues in Redis (default runsync)'],
   RUNSYNC_SCHEDULE_RUNS: ['worker', 'cron (UTC) of the runs pass (default */5 * * * *; continuous; off)'],
-  RUNSYNC_SCHEDULE_CATALOG: ['worker', 'cron (UTC) of the catalog snapshot (default */2 * * * *; off)'],
+  RUNSYNC_SCHEDULE_CATALOG: ['worker', 'cron (UTC) of the catalog snapshot (default */3 * * * *; off)'],
   RUNSYNC_SCHEDULE_RECONCILE: ['worker', 'cron (UTC) of whole-horizon reconciliation passes (default off)'],
   RUNSYNC_PASS_AT_START: ['worker', 'run a pass and a snapshot when the worker starts (default on; off)'],
   RUNSYNC_FETCH_CONCURRENCY: ['worker', 'detail fetch jobs one worker runs at once (default 4)'],

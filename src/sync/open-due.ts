@@ -24,7 +24,7 @@ export const RECHECK_FAST = 45 * MICROS_PER_SECOND;
 /** The longest any other open run goes without being looked at. */
 export const RECHECK_SLOW = 30 * MICROS_PER_MINUTE;
 /** The share of the key's rate the fast lane is sized to. */
-export const RECHECK_SHARE = 0.06;
+export const RECHECK_SHARE = 0.055;
 /**
  * Open runs a list request answers for until a pass has measured it (open-runs.ts learns it): a
  * ticket's other open runs fill pages too, and a run its listing leaves out takes no room.

@@ -127,6 +127,10 @@ export function limitStep(
   if (!plan.step || cutAt === null || cutAt >= plan.step.to || cutAt <= plan.step.from) return plan;
   const step = { from: plan.step.from, to: cutAt };
   const perRound = Math.ceil(horizonRuns / Math.max(1, allowedRuns)) * plan.gap;
+  // A step catching up (up to twice its share) may pass the allowance while steps of the size the
+  // allowance keeps still end the round in time: the round is slowed, not held back.
+  if (perRound <= plan.state.roundMicros)
+    return { ...plan, step, state: { ...plan.state, step, stepEndsRound: false } };
   const roundMicros = Math.max(plan.state.roundMicros, perRound) as Micros;
   return {
     ...plan,

@@ -76,11 +76,13 @@ async function planStep(deps: SyncDeps, horizon: Window, every: Micros): Promise
     const state = await getState<RollingState>(wh, ROLLING_KEY);
     let plan = planRollingStep({ state, now, horizon, every });
     const allowed = plan.step ? await allowedRuns(deps, plan.gap) : null;
+    const planned = plan.step;
     if (plan.step && allowed !== null) {
       const cut = await cutAfter(wh, plan.step, allowed);
       if (cut !== null) plan = limitStep(plan, cut, allowed, await countRuns(wh, horizon));
     }
-    if (plan.step && !plan.state.limitedByBudget) {
+    // A step the budget cut ends on a whole page already (the allowance is whole pages).
+    if (plan.step && plan.step.to === planned?.to) {
       // Requests are pages: a step ends where its stored runs fill its last one.
       const n = await countRuns(wh, plan.step);
       if (n % RUNS_PER_REQUEST !== 0) {

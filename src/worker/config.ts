@@ -106,7 +106,7 @@ export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
     prefix,
     schedules: {
       runs: schedule(env, 'RUNSYNC_SCHEDULE_RUNS', '*/5 * * * *'),
-      catalog: schedule(env, 'RUNSYNC_SCHEDULE_CATALOG', '*/2 * * * *'),
+      catalog: schedule(env, 'RUNSYNC_SCHEDULE_CATALOG', '*/3 * * * *'),
       reconcile: schedule(env, 'RUNSYNC_SCHEDULE_RECONCILE', 'off'),
     },
     fetchConcurrency: positiveInt(env, 'RUNSYNC_FETCH_CONCURRENCY', 4),

@@ -116,6 +116,21 @@ describe('the rolling reconciliation plan', () => {
     expect(stepDone(cut.state).position).toBe(2 * HOUR);
   });
 
+  it('cuts a catching-up step to the allowance without saying the round is held back', () => {
+    const horizon = { from: 0 as Micros, to: (10 * HOUR) as Micros };
+    const first = planRollingStep({ state: undefined, now: HOUR, horizon, every: EVERY });
+    const gap = (6 * MICROS_PER_MINUTE) as Micros;
+    const plan = planRollingStep({ state: first.state, now: (HOUR + gap) as Micros, horizon, every: EVERY });
+    const cutAt = ((plan.step?.to as Micros) / 2) as Micros;
+    // 2,000 of 10,000 runs a step: five steps a round, well within the interval.
+    const cut = limitStep(plan, cutAt, 2_000, 10_000);
+    expect(cut.step).toEqual({ from: 0, to: cutAt });
+    expect(cut.state.limitedByBudget).toBe(false);
+    expect(cut.state.roundMicros).toBe(plan.state.roundMicros);
+    // 500 a step would take twenty steps: longer than the interval.
+    expect(limitStep(plan, cutAt, 500, 10_000).state.limitedByBudget).toBe(true);
+  });
+
   it('carries a step on to fill its last page, never past the horizon', () => {
     const horizon = { from: 0 as Micros, to: (10 * HOUR) as Micros };
     const first = planRollingStep({ state: undefined, now: HOUR, horizon, every: EVERY });

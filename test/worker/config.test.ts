@@ -7,7 +7,7 @@ describe('worker settings', () => {
     const s = workerSettings({}, '/w');
     expect(s).toMatchObject({
       prefix: 'runsync',
-      schedules: { runs: '*/5 * * * *', catalog: '*/2 * * * *', reconcile: null },
+      schedules: { runs: '*/5 * * * *', catalog: '*/3 * * * *', reconcile: null },
       fetchConcurrency: 4,
       fetchChunk: 10,
       staging: { kind: 'folder', dir: '/w/staging' },
