@@ -10,7 +10,7 @@ import { createEngine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { quoteLiteral, sqlRunner } from '../src/warehouse/sql.ts';
-import { CONTINUOUS_EVERY_MS } from '../src/worker/config.ts';
+import { CATALOG_EVERY_MINUTES, CONTINUOUS_EVERY_MS } from '../src/worker/config.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
 
@@ -138,7 +138,7 @@ async function measure(c: Case, scale: number, log: (l: string) => void): Promis
       const wait = passStartedAt + CONTINUOUS_EVERY_MS - performance.now();
       if (wait > 0) await new Promise((r) => setTimeout(r, wait));
       passStartedAt = performance.now();
-      const catalog = sim.clock.now() - catalogAt >= 3 * MICROS_PER_MINUTE;
+      const catalog = sim.clock.now() - catalogAt >= CATALOG_EVERY_MINUTES * MICROS_PER_MINUTE;
       if (catalog) catalogAt = sim.clock.now();
       return runPass(engine.deps, { catalog });
     };

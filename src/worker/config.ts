@@ -40,6 +40,8 @@ function value(env: Env, name: string): string | null {
 /** A schedule of passes back to back: the next is queued this long after the last one started. */
 export const CONTINUOUS = 'continuous';
 export const CONTINUOUS_EVERY_MS = 5_000;
+/** The catalog snapshot's default schedule: every this many minutes. */
+export const CATALOG_EVERY_MINUTES = 3;
 
 function schedule(env: Env, name: string, fallback: string): string | null {
   const v = value(env, name) ?? fallback;
@@ -106,7 +108,7 @@ export function workerSettings(env: Env, warehouseDir: string): WorkerSettings {
     prefix,
     schedules: {
       runs: schedule(env, 'RUNSYNC_SCHEDULE_RUNS', '*/5 * * * *'),
-      catalog: schedule(env, 'RUNSYNC_SCHEDULE_CATALOG', '*/3 * * * *'),
+      catalog: schedule(env, 'RUNSYNC_SCHEDULE_CATALOG', `*/${CATALOG_EVERY_MINUTES} * * * *`),
       reconcile: schedule(env, 'RUNSYNC_SCHEDULE_RECONCILE', 'off'),
     },
     fetchConcurrency: positiveInt(env, 'RUNSYNC_FETCH_CONCURRENCY', 4),
