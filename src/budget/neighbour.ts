@@ -50,7 +50,11 @@ function oursBetween(log: readonly SentEntry[] | undefined, fromMs: number, toMs
 /**
  * Others' use as a figure of a fixed window of `windowMs` shows it: the figure answered our
  * request started at `startedAtMs` and counted about half a round trip later; `ours` of ours
- * were counted in the window by then, when our turns tell.
+ * were counted in the window by then, when our turns tell. A figure counted within `reachMs` of
+ * the window's start (the longest round trip lately) is not read: ours sent together as the
+ * window opened reach the server in any order as round trips vary, so which of them it counts
+ * is a guess of a request or two, and over so little of the window that guess alone reads as a
+ * neighbour taking a good share of it.
  */
 export function readNeighbour(
   b: BucketEstimate,
@@ -58,6 +62,7 @@ export function readNeighbour(
   startedAtMs: number,
   countedAtMs: number,
   ours: number | null,
+  reachMs = 0,
 ): NeighbourUse | undefined {
   const fig = b.last;
   if (fig === null || fig.resetAtMs === null) return b.neighbour;
@@ -65,15 +70,21 @@ export function readNeighbour(
   if (countedAtMs < begun || startedAtMs < begun) return b.neighbour;
   const held = b.limit - fig.remaining - (ours ?? oursBetween(b.sent, begun, startedAtMs));
   const u = b.neighbour?.windowMs === windowMs ? b.neighbour : undefined;
+  const ms = Math.min(windowMs, countedAtMs - begun);
   // A bucket refilling as it goes lets through more of ours since a Reset than it holds, or reads
-  // as others having taken half of it, when read as a window: such a reading is no neighbour's.
-  // Ours started alongside the figure's own are counted as in it; any that were not read others low.
-  if (held + (fig.alongside ?? 0) < -MISFIT_SLACK || held > b.limit / 2) {
+  // as others having taken half of it (half its share of the window so far), when read as a
+  // window: such a reading is no neighbour's. Ours started alongside the figure's own are counted
+  // as in it; any that were not read others low.
+  if (
+    held + (fig.alongside ?? 0) < -MISFIT_SLACK ||
+    held > b.limit / 2 ||
+    held > (NEIGHBOUR_MAX * b.limit * ms) / windowMs + MISFIT_SLACK
+  ) {
     const base = u ?? { count: 0, ms: 0, end: fig.resetAtMs, curCount: 0, curMs: 0, windowMs };
     return { ...base, misfits: (u?.misfits ?? 0) + 1 };
   }
+  if (countedAtMs < begun + reachMs) return b.neighbour;
   const others = Math.max(0, held);
-  const ms = Math.min(windowMs, countedAtMs - begun);
   if (u === undefined)
     return { count: 0, ms: 0, end: fig.resetAtMs, curCount: others, curMs: ms, figures: 1, windowMs };
   const figures = (u.figures ?? 0) + 1;
@@ -95,6 +106,12 @@ export function readNeighbour(
 
 /** Figures that must fit a window before others' use is read from them: a bucket soon misfits. */
 const MIN_FIGURES = 3;
+
+/**
+ * Others' use of a window believed a neighbour's: at most this share of it (pro rata through it);
+ * more is no neighbour's share but a limiter read wrongly.
+ */
+export const NEIGHBOUR_MAX = 0.5;
 
 /** Ours counted in a window may be off by this many (started alongside a figure's own). */
 const MISFIT_SLACK = 2;

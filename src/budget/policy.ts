@@ -266,7 +266,14 @@ export function learn(
   if (grant?.at !== undefined && b.windowMs !== null && b.last !== null && b.last !== b0.last) {
     b = {
       ...b,
-      neighbour: readNeighbour(b, b.windowMs, grant.at, (grant.at + obs.atMs) / 2, oursInWindow(next, b)),
+      neighbour: readNeighbour(
+        b,
+        b.windowMs,
+        grant.at,
+        (grant.at + obs.atMs) / 2,
+        oursInWindow(next, b),
+        s.latencyHighMs ?? s.latencyMs,
+      ),
     };
   }
   // Others' use only takes from what the figures read: a window's less theirs above that is a

@@ -1,4 +1,4 @@
-import { neighbourRate } from './neighbour.ts';
+import { NEIGHBOUR_MAX, neighbourRate } from './neighbour.ts';
 import { fittedSpan, lagOf, logFreeAt, logSpanMs, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
 import type { BucketEstimate, BudgetPolicy, BudgetState, Sample } from './types.ts';
 
@@ -82,12 +82,8 @@ function windowNeighbour(b: BucketEstimate): number | null {
 export function neighbourOf(b: BucketEstimate): number | null {
   if (b.windowMs === null || b.notWindow === true || (b.guess !== 'window' && b.guess !== 'unknown')) return null;
   const n = neighbourRate(b.neighbour);
-  // Others taking half a window or more is no neighbour's share but a limiter read wrongly.
   return n === null || n >= (NEIGHBOUR_MAX * b.limit * 1000) / b.windowMs ? null : n;
 }
-
-/** Others' use read as a fixed window's neighbour is believed up to this share of the window. */
-const NEIGHBOUR_MAX = 0.5;
 
 /**
  * How far above the rate the figures read a window's, less others' use of it, may lie and be
