@@ -173,10 +173,9 @@ async function* listWalk(
   let position = state.position;
   for (let s = position.slice; s < parts.length; s = position.slice) {
     const slice = parts[s] as Window;
-    const stored =
-      whole ??
-      (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ??
-      new Map<string, Micros>();
+    const stored = askedBeside(
+      whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ?? new Map(),
+    );
     const pages = readSlice(deps, slice, position, {
       filter: state.filter,
       counts: c.counts,
@@ -220,6 +219,28 @@ function startOf(s: number, parts: readonly Window[], width: Micros | null): Wal
   return { slice: s, part: 0, cursor: null, piece: { from: slice.from, to: slice.from + width } };
 }
 
+/** What a page is judged by: the stored updated_at of its runs, and what the walk asked for. */
+export interface Known {
+  get(id: string): Micros | undefined;
+  set(id: string, updatedAt: Micros): void;
+}
+
+/**
+ * The stored map read through, with what the walk asks for in one slice kept beside it: a run lies
+ * in one slice only (its created time never moves), so that is forgotten with the slice, and a
+ * walk holds no more than the stored map and a slice's runs however many it lists (a first sync's
+ * million would otherwise all stay in V8's heap to its end).
+ */
+function askedBeside(stored: ReadonlyMap<string, Micros>): Known {
+  const asked = new Map<string, Micros>();
+  return {
+    get: (id) => asked.get(id) ?? stored.get(id),
+    set: (id, updatedAt) => {
+      asked.set(id, updatedAt);
+    },
+  };
+}
+
 interface Judged {
   fetch: string[];
   listed: Map<string, string | null>;
@@ -232,7 +253,7 @@ interface Judged {
  * Which runs of a page need their detail; the stored map learns what was asked, so a run listed
  * twice is fetched once.
  */
-export function judge(page: ListPage<RunSummary>, stored: Map<string, Micros>, force: boolean): Judged {
+export function judge(page: ListPage<RunSummary>, stored: Known, force: boolean): Judged {
   const out: Judged = { fetch: [], listed: new Map(), fresh: 0, changed: 0, unchanged: 0 };
   for (const s of page.items) {
     if (out.listed.has(s.id)) continue;

@@ -12,7 +12,8 @@ import { diffCatalog, diffWithTruth, spanStart, startSim, tempDir, truth } from 
 // killed pass is refused when the next pass picks it up. The list requests each case cost are
 // printed.
 
-// Three pages: a lister that took the first two still has a cursor to hold.
+// Three pages, all of a day (a first sync walks its history a day at a time): a lister that took
+// the first two still has a cursor to hold.
 const RUNS = 250;
 const KILLS = 2;
 
@@ -104,6 +105,7 @@ async function runCase({ ttlSeconds, rate }: Case, expect: ExpectStatic): Promis
   const sim = await startSim({
     seed: 90 + ttlSeconds + rate,
     size: RUNS,
+    days: 1,
     now: systemMicros() - 2 * MICROS_PER_HOUR,
     runs: { postSettleFraction: 0 },
     cursorTtlMs: ttlSeconds * 1000,

@@ -48,10 +48,12 @@ describe('a cursor refused at any page', () => {
 
   it('one that expires while the lister waits for the loads restarts the slice and fetches nothing twice', async () => {
     // A cursor lives 1 s; the lister may hold one page of work ahead of a pipeline one page deep,
-    // so it waits with a cursor in hand while a page's 100 details are fetched at 50/s (2 s).
+    // so it waits with a cursor in hand while a page's 100 details are fetched at 50/s (2 s). The
+    // runs are a day's, so the day's listing is four pages long.
     const sim = await each.sim({
       seed: 61,
       size: 400,
+      days: 1,
       cursorTtlMs: 1000,
       rateLimit: { perKey: { limit: 50, windowSeconds: 1 } },
     });
