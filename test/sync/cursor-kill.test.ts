@@ -1,8 +1,8 @@
 import { afterAll, describe, type ExpectStatic, it } from 'vitest';
-import { formatTimestamp, MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
+import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../../src/util/timestamp.ts';
 import { openWarehouse, systemMicros } from '../../src/warehouse/index.ts';
 import { collect, spawnCli } from '../support/cli.ts';
-import { diffCatalog, diffWithTruth, spanStart, startSim, tempDir, truth } from './kit.ts';
+import { diffCatalog, diffWithTruth, startSim, tempDir, truth } from './kit.ts';
 
 // `runsync sync` against an API whose cursors live 1 s, 5 s or 60 s, at 5 and 50 requests a second,
 // killed with SIGKILL in the middle of its walk (at a checkpoint that is not its last) and started
@@ -12,9 +12,11 @@ import { diffCatalog, diffWithTruth, spanStart, startSim, tempDir, truth } from 
 // killed pass is refused when the next pass picks it up. The list requests each case cost are
 // printed.
 
-// Three pages, all of a day (a first sync walks its history a day at a time): a lister that took
-// the first two still has a cursor to hold.
+// Three pages, all of one slice (a first sync walks its history a day at a time, from
+// RUNSYNC_START_DATE): a lister that took the first two still has a cursor to hold.
 const RUNS = 250;
+/** The world's length: half a day, so the first day's slice holds every run. */
+const DAYS = 0.5;
 const KILLS = 2;
 
 interface Case {
@@ -105,7 +107,7 @@ async function runCase({ ttlSeconds, rate }: Case, expect: ExpectStatic): Promis
   const sim = await startSim({
     seed: 90 + ttlSeconds + rate,
     size: RUNS,
-    days: 1,
+    days: DAYS,
     now: systemMicros() - 2 * MICROS_PER_HOUR,
     runs: { postSettleFraction: 0 },
     cursorTtlMs: ttlSeconds * 1000,
@@ -117,7 +119,7 @@ async function runCase({ ttlSeconds, rate }: Case, expect: ExpectStatic): Promis
       RUNSYNC_API_URL: sim.url,
       RUNSYNC_API_KEY: sim.key,
       RUNSYNC_WAREHOUSE_DIR: tmp.dir,
-      RUNSYNC_START_DATE: formatTimestamp(spanStart(sim)),
+      RUNSYNC_START_DATE: formatTimestamp(sim.clock.now() - DAYS * MICROS_PER_DAY),
       RUNSYNC_LOOKBACK: '4h',
       // Debug, for the walk's checkpoint lines the kills wait for.
       LOG_LEVEL: 'debug',
