@@ -130,8 +130,18 @@ export class ApiTransport {
   }
 
   private async send(path: string, signal: AbortSignal | undefined): Promise<Outcome> {
-    const timeout = AbortSignal.timeout(this.o.requestTimeoutMs);
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    // The caller's signal and the timeout joined by hand: AbortSignal.any leaves a reference on the
+    // caller's signal for every request that outlives it in Node 20 (a first sync of a million runs
+    // held some 60 MB of them), and the timer is cleared as soon as the answer is in.
+    const combined = new AbortController();
+    const timeout = { aborted: false };
+    const timer = setTimeout(() => {
+      timeout.aborted = true;
+      combined.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+    }, this.o.requestTimeoutMs);
+    const onAbort = () => combined.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
     // Known once the headers are in, so a body cut short still names the request the server logged.
     let status: number | null = null;
     let requestId: string | null = null;
@@ -145,7 +155,7 @@ export class ApiTransport {
           accept: 'application/json',
           'user-agent': this.o.userAgent,
         },
-        signal: combined,
+        signal: combined.signal,
       });
       status = res.statusCode;
       requestId = header(res.headers as HeaderMap, 'x-request-id');
@@ -155,6 +165,9 @@ export class ApiTransport {
       // The caller's own cancellation is not a failure to classify or retry.
       if (signal?.aborted) throw signal.reason;
       return { kind: 'exception', error, timedOut: timeout.aborted, status, requestId };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 }

@@ -31,22 +31,18 @@ interface Plan {
 /**
  * Cuts a window and reads what its walk needs in one turn at the warehouse. The slice is the whole
  * window when the runs stored in it fit in memory for change detection (one list walk, the fewest
- * requests), else a day. Checkpoints are per page either way. `mostlyNew`: most of the window's
- * runs are not stored yet (a first sync, a catch-up), so slices are a day at most whatever is
- * stored: a walk keeps what it asked for until its slice ends, and a first sync's million runs
- * would otherwise all stay in memory to its end.
+ * requests), else a day. Checkpoints are per page either way.
  */
 export async function planWindow(
   wh: Warehouse,
   deps: SyncDeps,
   cut: (watermark: Micros | null) => Window,
-  mostlyNew = false,
 ): Promise<Plan> {
   const window = cut((await getState<number>(wh, WATERMARK_KEY)) ?? null);
   if (window.from >= window.to) return { window, sliceMicros: 1, stored: undefined };
   const stored = await storedUpdatedAt(wh, window, STORED_MAP_LIMIT);
-  const day = Math.min(deps.settings.sliceMicros, window.to - window.from);
-  return { window, sliceMicros: stored && !mostlyNew ? window.to - window.from : day, stored: stored ?? undefined };
+  if (stored) return { window, sliceMicros: window.to - window.from, stored };
+  return { window, sliceMicros: Math.min(deps.settings.sliceMicros, window.to - window.from), stored: undefined };
 }
 
 export async function readWatermark(deps: SyncDeps): Promise<Micros | null> {
@@ -81,7 +77,7 @@ export async function syncLiveWindow(
     const saved = await getState<WalkState>(wh, LIVE_KEY);
     return saved && !saved.done
       ? { unfinished: saved, next: null }
-      : { unfinished: null, next: await planWindow(wh, deps, cut, true) };
+      : { unfinished: null, next: await planWindow(wh, deps, cut) };
   });
   if (unfinished) {
     deps.logger.info(
@@ -89,7 +85,7 @@ export async function syncLiveWindow(
       'finishing the window an interrupted pass left',
     );
     await walkRuns(deps, LIVE_KEY, unfinished, hooks, counts);
-    next = await deps.gate.use((wh) => planWindow(wh, deps, cut, true));
+    next = await deps.gate.use((wh) => planWindow(wh, deps, cut));
   }
   const p = next as Plan;
   if (p.window.from >= p.window.to) return p.window;

@@ -1,3 +1,4 @@
+import { listValue } from '@duckdb/node-api';
 import type { InvalidRecordReport, ListPage, RunListFilter, RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
@@ -7,7 +8,7 @@ import { detailSource } from './detail-fetcher.ts';
 import { ListAhead } from './list-ahead.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, itemWeight, NO_DETAILS, type RunItem } from './run-commit.ts';
-import { type CursorRestart, readSlice, type SliceAt } from './slice.ts';
+import { type CursorRestart, RUNS_PAGE_SIZE, readSlice, type SliceAt } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 import { slices, type Window } from './window.ts';
 
@@ -163,29 +164,35 @@ async function* listWalk(
   let listed = state.listed;
   let fetched = state.fetched;
   // One read for the whole walk when it fits in memory, else one per slice: each read is a turn at
-  // the warehouse, which loads also wait for. The map also learns what was asked for, so a run
-  // listed again (a slice read anew after a refused cursor) is not fetched twice, even before its
-  // detail is committed.
+  // the warehouse, which loads also wait for. A slice too large for memory (one a walk saved before
+  // slices were cut by what is stored) is judged by looking each page's runs up instead.
   const first = parts[state.position.slice] as Window;
   const whole =
     c.preloaded ??
     (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT)));
+  const keep = askedKeep(deps);
   let position = state.position;
   for (let s = position.slice; s < parts.length; s = position.slice) {
     const slice = parts[s] as Window;
-    const stored = askedBeside(
-      whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, Number.MAX_SAFE_INTEGER))) ?? new Map(),
-    );
+    const stored = whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, STORED_MAP_LIMIT)));
+    const known = new Known(stored ?? new Map(), keep);
+    // Read anew after a refused cursor, a slice's pages hold runs asked for longer ago than the
+    // walk remembers: those are committed by then, and the warehouse tells them.
+    let lookUp = stored === null;
     const pages = readSlice(deps, slice, position, {
       filter: state.filter,
       counts: c.counts,
       signal: c.signal,
       beforeRestart: () => c.ahead.roomToRestart(),
-      ...(c.hooks.onCursorRefused ? { onRestart: c.hooks.onCursorRefused } : {}),
+      onRestart: (restart) => {
+        lookUp = true;
+        c.hooks.onCursorRefused?.(restart);
+      },
       logFields: { key, slice: s },
     });
     for await (const { page, next } of pages) {
-      const judged = judge(page, stored, state.force);
+      if (lookUp) await lookUpStored(deps, page, known);
+      const judged = judge(page, known, state.force);
       listed += page.received;
       fetched += judged.fetch.length;
       position = next.done ? startOf(s + 1, parts, next.width) : { slice: s, ...next.at };
@@ -219,26 +226,56 @@ function startOf(s: number, parts: readonly Window[], width: Micros | null): Wal
   return { slice: s, part: 0, cursor: null, piece: { from: slice.from, to: slice.from + width } };
 }
 
-/** What a page is judged by: the stored updated_at of its runs, and what the walk asked for. */
-export interface Known {
-  get(id: string): Micros | undefined;
-  set(id: string, updatedAt: Micros): void;
+/**
+ * What a page is judged by: the stored updated_at of its runs, and what the walk asked for. A walk
+ * remembers the runs it asked for, so a run listed again (a slice read anew after a refused
+ * cursor) is not fetched twice even before its detail is committed, but only the latest `keep` of
+ * them: more than its work in flight, so the rest are committed and the warehouse knows them. A
+ * first sync of a million runs, remembering them all, ran out of V8's heap at about 600,000.
+ */
+export class Known {
+  private readonly asked = new Map<string, Micros>();
+  private readonly found = new Map<string, Micros>();
+
+  constructor(
+    private readonly stored: ReadonlyMap<string, Micros>,
+    private readonly keep: number,
+  ) {}
+
+  get(id: string): Micros | undefined {
+    return this.asked.get(id) ?? this.found.get(id) ?? this.stored.get(id);
+  }
+
+  set(id: string, updatedAt: Micros): void {
+    this.asked.delete(id);
+    this.asked.set(id, updatedAt);
+    if (this.asked.size > this.keep) this.asked.delete(this.asked.keys().next().value as string);
+  }
+
+  /** What the warehouse holds of a page's runs (replacing the last page's). */
+  lookedUp(rows: ReadonlyMap<string, Micros>): void {
+    this.found.clear();
+    for (const [id, u] of rows) this.found.set(id, u);
+  }
 }
 
-/**
- * The stored map read through, with what the walk asks for in one slice kept beside it: a run lies
- * in one slice only (its created time never moves), so that is forgotten with the slice, and a
- * walk holds no more than the stored map and a slice's runs however many it lists (a first sync's
- * million would otherwise all stay in V8's heap to its end).
- */
-function askedBeside(stored: ReadonlyMap<string, Micros>): Known {
-  const asked = new Map<string, Micros>();
-  return {
-    get: (id) => asked.get(id) ?? stored.get(id),
-    set: (id, updatedAt) => {
-      asked.set(id, updatedAt);
-    },
-  };
+/** Runs a walk remembers having asked for: well past its work in flight (see Known). */
+function askedKeep(deps: SyncDeps): number {
+  const pages = (deps.settings.bufferedPages + 1) * RUNS_PAGE_SIZE;
+  return 2 * ((deps.settings.listAheadRuns ?? LIST_AHEAD_RUNS) + pages);
+}
+
+/** Reads the stored updated_at of a page's runs that the walk does not know, for `known`. */
+async function lookUpStored(deps: SyncDeps, page: ListPage<RunSummary>, known: Known): Promise<void> {
+  const ids = page.items.map((r) => r.id).filter((id) => known.get(id) === undefined);
+  if (ids.length === 0) return known.lookedUp(new Map());
+  const rows = await deps.gate.use((wh) =>
+    wh.all<{ id: string; u: bigint }>(
+      `SELECT id, epoch_us(updated_at) AS u FROM runs WHERE id IN (SELECT unnest($1::VARCHAR[]))`,
+      [listValue(ids)],
+    ),
+  );
+  known.lookedUp(new Map(rows.map((r) => [r.id, Number(r.u)])));
 }
 
 interface Judged {
@@ -253,7 +290,7 @@ interface Judged {
  * Which runs of a page need their detail; the stored map learns what was asked, so a run listed
  * twice is fetched once.
  */
-export function judge(page: ListPage<RunSummary>, stored: Known, force: boolean): Judged {
+export function judge(page: ListPage<RunSummary>, stored: Pick<Known, 'get' | 'set'>, force: boolean): Judged {
   const out: Judged = { fetch: [], listed: new Map(), fresh: 0, changed: 0, unchanged: 0 };
   for (const s of page.items) {
     if (out.listed.has(s.id)) continue;
