@@ -134,9 +134,9 @@ export class ApiTransport {
     // caller's signal for every request that outlives it in Node 20 (a first sync of a million runs
     // held some 60 MB of them), and the timer is cleared as soon as the answer is in.
     const combined = new AbortController();
-    const timeout = { aborted: false };
+    let timedOut = false;
     const timer = setTimeout(() => {
-      timeout.aborted = true;
+      timedOut = true;
       combined.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
     }, this.o.requestTimeoutMs);
     const onAbort = () => combined.abort(signal?.reason);
@@ -164,7 +164,7 @@ export class ApiTransport {
     } catch (error) {
       // The caller's own cancellation is not a failure to classify or retry.
       if (signal?.aborted) throw signal.reason;
-      return { kind: 'exception', error, timedOut: timeout.aborted, status, requestId };
+      return { kind: 'exception', error, timedOut, status, requestId };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);

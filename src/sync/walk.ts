@@ -164,8 +164,8 @@ async function* listWalk(
   let listed = state.listed;
   let fetched = state.fetched;
   // One read for the whole walk when it fits in memory, else one per slice: each read is a turn at
-  // the warehouse, which loads also wait for. A slice too large for memory (one a walk saved before
-  // slices were cut by what is stored) is judged by looking each page's runs up instead.
+  // the warehouse, which loads also wait for. A slice whose stored runs do not fit (a first sync
+  // resumed far into its one slice) is judged by looking each page's runs up instead.
   const first = parts[state.position.slice] as Window;
   const whole =
     c.preloaded ??
@@ -235,7 +235,7 @@ function startOf(s: number, parts: readonly Window[], width: Micros | null): Wal
  */
 export class Known {
   private readonly asked = new Map<string, Micros>();
-  private readonly found = new Map<string, Micros>();
+  private found: ReadonlyMap<string, Micros> = new Map();
 
   constructor(
     private readonly stored: ReadonlyMap<string, Micros>,
@@ -254,8 +254,7 @@ export class Known {
 
   /** What the warehouse holds of a page's runs (replacing the last page's). */
   lookedUp(rows: ReadonlyMap<string, Micros>): void {
-    this.found.clear();
-    for (const [id, u] of rows) this.found.set(id, u);
+    this.found = rows;
   }
 }
 
