@@ -8,6 +8,11 @@ import { CursorRefusedError, FilterError, InvalidRequestError, NotFoundError, Pa
 // A cursor is opaque and the spec gives it no lifetime: an API may stop taking one it handed out
 // (expired, forgotten). A page request refused while it carried a cursor, whose filters the first
 // page accepted, is such a refusal; paging can then restart from the first page.
+//
+// A listing of a million runs is ten thousand pages, so the cursors followed are not all kept: the
+// latest RECENT_CURSORS are, which catches a short loop at once, and one cursor marked at pages
+// 1, 2, 4, 8... (Brent's cycle check) catches a loop of any length within about twice its pages
+// after it starts, since the server's next cursor follows from the one sent.
 
 export interface PageInfo {
   /** Items on the page as received, before any was set aside as invalid. */
@@ -26,6 +31,9 @@ export interface PaginatorOptions {
   nowMs?: () => number;
 }
 
+/** Cursors remembered exactly, the latest first to be checked against. */
+export const RECENT_CURSORS = 1024;
+
 export class Paginator {
   private nextCursor: string | null;
   private done = false;
@@ -35,7 +43,11 @@ export class Paginator {
   private restarted = 0;
   /** When the cursor in hand was received; null for one given from a saved position. */
   private cursorSince: number | null = null;
-  private readonly seen = new Set<string>();
+  private readonly recent = new Set<string>();
+  /** Brent's mark: a cursor followed earlier, moved forward each time `sinceMark` reaches `markSpan`. */
+  private mark: string | null = null;
+  private sinceMark = 0;
+  private markSpan = 1;
   private readonly maxPages: number;
   private readonly nowMs: () => number;
 
@@ -44,7 +56,7 @@ export class Paginator {
     options: PaginatorOptions = {},
   ) {
     this.nextCursor = options.cursor ?? null;
-    if (this.nextCursor !== null) this.seen.add(this.nextCursor);
+    if (this.nextCursor !== null) this.remember(this.nextCursor);
     this.maxPages = options.maxPages ?? 1_000_000;
     this.nowMs = options.nowMs ?? Date.now;
   }
@@ -85,7 +97,7 @@ export class Paginator {
     if (page.itemCount === 0) {
       throw new PaginationError(`page ${this.pages} is empty yet says has_more; stopping rather than looping`, info);
     }
-    if (this.seen.has(next)) {
+    if (this.recent.has(next) || next === this.mark) {
       throw new PaginationError(
         `page ${this.pages} repeats a cursor already followed; stopping rather than looping`,
         info,
@@ -94,7 +106,7 @@ export class Paginator {
     if (this.pages >= this.maxPages) {
       throw new PaginationError(`more than ${this.maxPages} pages; stopping`, info);
     }
-    this.seen.add(next);
+    this.remember(next);
     this.nextCursor = next;
     this.cursorSince = this.nowMs();
   }
@@ -131,6 +143,19 @@ export class Paginator {
     this.cursorSince = null;
     this.done = false;
     this.listed = 0;
-    this.seen.clear();
+    this.recent.clear();
+    this.mark = null;
+    this.sinceMark = 0;
+    this.markSpan = 1;
+  }
+
+  private remember(cursor: string): void {
+    this.recent.add(cursor);
+    if (this.recent.size > RECENT_CURSORS) this.recent.delete(this.recent.values().next().value as string);
+    if (this.mark === null || ++this.sinceMark >= this.markSpan) {
+      this.mark = cursor;
+      this.sinceMark = 0;
+      this.markSpan *= 2;
+    }
   }
 }

@@ -9,6 +9,7 @@ import {
   Paginator,
   ServerError,
 } from '../../src/api/index.ts';
+import { RECENT_CURSORS } from '../../src/api/paginator.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { collect, failure, json, makeClient, type ScriptedServer, scriptedServer, startSim } from './test-kit.ts';
 
@@ -43,6 +44,29 @@ describe('Paginator', () => {
     expect(() => p.advance({ itemCount: 5, hasMore: true, nextCursor: 'a', requestId: 'req_9' })).toThrow(
       /runs\.list: page 3 repeats a cursor already followed.*request_id req_9/,
     );
+  });
+
+  it('catches a loop longer than the cursors it keeps, within about twice its pages', () => {
+    // Forty pages in, the server sends the walk back 3,000 pages: no cursor set of the latest
+    // RECENT_CURSORS holds the one it repeats.
+    const loop = 3 * RECENT_CURSORS;
+    const cursorAfter = (page: number) => `c${page < 40 + loop ? page : 40 + ((page - 40) % loop)}`;
+    const p = new Paginator('runs.list');
+    let page = 0;
+    const walk = () => {
+      for (; page < 20 * loop; page++) p.advance({ itemCount: 100, hasMore: true, nextCursor: cursorAfter(page) });
+    };
+    expect(walk).toThrow(/repeats a cursor already followed/);
+    expect(page).toBeGreaterThan(40 + loop);
+    expect(page).toBeLessThan(40 + 3 * loop);
+  });
+
+  it('follows a listing of many thousand pages that never repeats', () => {
+    const p = new Paginator('runs.list');
+    for (let page = 0; page < 50_000; page++) p.advance({ itemCount: 100, hasMore: true, nextCursor: `c${page}` });
+    p.advance({ itemCount: 100, hasMore: false, nextCursor: null });
+    expect(p.finished).toBe(true);
+    expect(p.pageCount).toBe(50_001);
   });
 
   it('refuses has_more with no cursor, and an empty page that claims more', () => {
