@@ -1,5 +1,6 @@
 import { measure } from './measure.ts';
 import { fitSpan, fittedSpan, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
+import { sharedLog } from './shared-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
 
 // Learning a server bucket from its figures, whatever limiter runs behind them. The spec names the
@@ -198,7 +199,13 @@ export function learnBucket(
   // A fit far shorter than Reset has ever lain ahead is a token bucket drawn on in bursts: its
   // figures agree with a short log until the refill runs out.
   const sliding = span !== null && guess !== 'window' && fitHolds(fit) && span >= PLAUSIBLE * resetSpanMs;
-  if (sliding) guess = 'sliding';
+  // A log others draw on too misfits the fit above, or fits it a span off the whole second (1.02 s)
+  // while ours flow evenly, which a burst of ours then overruns: a reading with others steady in
+  // it comes first, unless ours alone fit a whole second, which needs nobody else.
+  const tolMs = started === null ? 0 : started.latencyMs + started.tolMs;
+  const alone = sliding && span !== null && span % 1000 === 0;
+  const shared = guess === 'window' || alone ? null : sharedLog(b, samples, resetSpanMs, tolMs);
+  if (sliding || shared !== null) guess = 'sliding';
   else if (guess === 'sliding') guess = 'unknown';
   const windowMs = windowFrom(b, prev, sample);
   let rate = b.rate;
@@ -238,12 +245,16 @@ export function learnBucket(
     measured = b.windowMs !== null && windowMs === b.windowMs && evidence.window >= 2;
     guessed = false;
   }
-  if (sliding) {
+  if (shared !== null) {
+    rate = ((b.limit - shared.others) * 1000) / shared.span;
+    measured = true;
+    guessed = false;
+  } else if (sliding) {
     rate = (b.limit * 1000) / span;
     measured = true;
     guessed = false;
   }
-  if (refusalsOnly && !sliding && guess !== 'window') {
+  if (refusalsOnly && guess !== 'sliding' && guess !== 'window') {
     // Each refusal's Reset, in whole seconds rounded down, reads the rate high or right, never low.
     const read = provisional({ ...b, windowMs }, sample) ?? 0;
     if (read > (rate ?? 0)) guessed = true;
@@ -262,6 +273,7 @@ export function learnBucket(
     guess,
     notWindow,
     fit,
+    shared: shared ?? undefined,
     resetSpanMs,
     windowMs,
     rate,

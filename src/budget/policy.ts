@@ -252,7 +252,7 @@ export function learn(
   // The figures go on being read at their own rate, whatever others' use of a window took off it.
   const kept = dropped.readRate === undefined ? dropped : { ...dropped, rate: dropped.readRate };
   let b = learnBucket(kept, fig, at, refused, surprised, started);
-  const span = fittedSpan(b.fit) ?? logSpanMs(b, b.rate);
+  const span = b.shared?.span ?? fittedSpan(b.fit) ?? logSpanMs(b, b.rate);
   if (span !== null && grant?.at !== undefined && b.last !== null && b.last !== b0.last) {
     // Ours are counted within the span back from the figure's own start: ours near the span's far
     // end may have been counted or have left, either way as round trips vary. Counting them short

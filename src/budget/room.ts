@@ -179,14 +179,18 @@ function uncounted(b: BucketEstimate, f: Sample): number {
  */
 export function logReading(s: BudgetState, b: BucketEstimate, atMs: number) {
   const tentative = b.guess === 'unknown' ? (tentativeSpan(b.fit, b.samples) ?? refusedSpan(b)) : null;
-  const span = b.guess === 'sliding' ? fittedSpan(b.fit) : (tentative?.span ?? null);
+  const shared = b.guess === 'sliding' ? b.shared : undefined;
+  const span = shared?.span ?? (b.guess === 'sliding' ? fittedSpan(b.fit) : (tentative?.span ?? null));
   if (span === null) return null;
-  const othersUntil = (b.last?.at ?? 0) + span;
-  const others = atMs < othersUntil ? Math.min(b.others ?? 0, b.limit - 1) : 0;
+  // A neighbour read as steady goes on drawing on the log after the figure that showed it.
+  const othersUntil = shared !== undefined ? Number.POSITIVE_INFINITY : (b.last?.at ?? 0) + span;
+  const held = shared !== undefined ? shared.others : (b.others ?? 0);
+  const others = atMs < othersUntil ? Math.min(held, b.limit - 1) : 0;
   const lag = lagOf(s);
   // A log its figures do not tell from a window yet is read as both: each must have room.
   const alone = tentative === null || tentative.notWindow;
-  return { span, lag, others, othersUntil, alone, room: b.limit - others - oursAt(b.sent, atMs, span, lag) };
+  const room = b.limit - others - oursAt(b.sent, atMs, span, lag);
+  return { span, lag, others, othersUntil, alone, shared: shared !== undefined, room };
 }
 
 /**
@@ -251,8 +255,9 @@ export function room(s: BudgetState, b: BucketEstimate, atMs: number, policy: Bu
     : Math.min(windowRoom(s, b, atMs), bucketRoom(s, b, atMs, policy));
   if (log === null) return windowed - keep;
   // Before the figure's Reset what it said is left holds under every limiter; past it, the log. A
-  // bucket that refills as it goes is not sent more than its refill either.
-  const early = Math.max(log.room, windowRoom(s, b, atMs, false));
+  // bucket that refills as it goes is not sent more than its refill either. Others drawing on the
+  // log take from what the figure said is left as time goes: the log reading alone counts them.
+  const early = log.shared ? log.room : Math.max(log.room, windowRoom(s, b, atMs, false));
   return Math.min(early, b.guess === 'bucket' ? bucketRoom(s, b, atMs, policy) : early, windowed) - keep;
 }
 
@@ -263,9 +268,9 @@ export function roomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: 
   const windowed = log?.alone ? atMs : windowRoomAt(s, b, atMs, policy, keep);
   let at = atMs;
   if (log !== null) {
-    if (Math.max(log.room, windowRoom(s, b, atMs, false)) - keep < 1) {
+    if ((log.shared ? log.room : Math.max(log.room, windowRoom(s, b, atMs, false))) - keep < 1) {
       const free = logFreeAt(b.sent, atMs, log.span, log.lag, b.limit - log.others - keep - 1);
-      at = free ?? (atMs < log.othersUntil ? log.othersUntil : atMs + 1000);
+      at = free ?? (atMs < log.othersUntil && Number.isFinite(log.othersUntil) ? log.othersUntil : atMs + 1000);
     }
     return Math.max(b.guess === 'bucket' ? refilledAt(s, b, at, keep, policy) : at, windowed);
   }

@@ -1,5 +1,6 @@
 import type { NeighbourUse } from './neighbour.ts';
 import type { SpanFit } from './sent-log.ts';
+import type { SharedLog } from './shared-log.ts';
 
 // The rate budget every request of a process (and, with a shared store, of every process using the
 // key) goes through. The budget decides when a request may start; the store keeps the state those
@@ -89,6 +90,8 @@ export interface BucketEstimate {
   notWindow?: boolean;
   /** The span a sliding log would keep, as the figures bound it (see sent-log.ts). */
   fit?: SpanFit;
+  /** The log read as one others draw on too (see shared-log.ts). */
+  shared?: SharedLog;
   /** The most whole seconds any figure's Reset lay ahead of it (at least one), in ms. */
   resetSpanMs?: number;
   /** Others' requests the bucket held at the newest figure, beyond ours. */

@@ -484,3 +484,39 @@ describe('a fixed-window organization bucket another consumer also draws from', 
     },
   );
 });
+
+describe('a sliding-log organization bucket another consumer also draws from', () => {
+  // The neighbour takes a fifth of the organization's rate, evenly; every figure's count is ours
+  // within the span plus theirs. Read as ours alone, the neighbour made the log's span read longer
+  // (1.25-2.3 s for a one-second log), its figures disagreed, and the pace met a 429 about every
+  // 2 s, each holding every caller for a second: 0.41-0.77 of what is left used. The default
+  // reserve is kept; 429s count from the fifth second on, as the first ones come before the
+  // neighbour shows.
+  it.each([20, 50, 200].flatMap((rate) => [1, 3].map((workers) => [rate, workers] as const)))(
+    'at %i/s from %i worker(s): learns what is left to us and keeps to it',
+    async (rate, workers) => {
+      const left = rate * 0.8;
+      let lateRefusals = 0;
+      let late = 0;
+      const r = await runHarness({
+        limits: {
+          model: 'sliding',
+          perKey: null,
+          perOrg: { limit: rate, windowSeconds: 1 },
+          neighbourPerSecond: rate * 0.2,
+        },
+        seconds: SECONDS,
+        workers,
+        onRequest: (e) => {
+          if (e.at < 5_000) return;
+          late++;
+          if (!e.allowed) lateRefusals++;
+        },
+      });
+      expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+      expect(r.lateRate / left).toBeGreaterThan(0.9);
+      expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(late * 0.005));
+      expect((await r.budget.snapshot()).buckets[0]?.guess).toBe('sliding');
+    },
+  );
+});
