@@ -3,15 +3,7 @@ import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { LIVE_KEY, RECONCILE_KEY, WATERMARK_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
-import {
-  newWalk,
-  readWalk,
-  STORED_MAP_LIMIT,
-  storedUpdatedAt,
-  type WalkHooks,
-  type WalkState,
-  walkRuns,
-} from './walk.ts';
+import { newWalk, readWalk, storedLimit, storedUpdatedAt, type WalkHooks, type WalkState, walkRuns } from './walk.ts';
 import { runsWindow, type Window } from './window.ts';
 
 // The live window of a pass: [watermark - lookback, pass start - settle), or from the start date
@@ -40,7 +32,7 @@ export async function planWindow(
 ): Promise<Plan> {
   const window = cut((await getState<number>(wh, WATERMARK_KEY)) ?? null);
   if (window.from >= window.to) return { window, sliceMicros: 1, stored: undefined };
-  const stored = await storedUpdatedAt(wh, window, STORED_MAP_LIMIT);
+  const stored = await storedUpdatedAt(wh, window, storedLimit(deps));
   if (stored) return { window, sliceMicros: window.to - window.from, stored };
   return { window, sliceMicros: Math.min(deps.settings.sliceMicros, window.to - window.from), stored: undefined };
 }

@@ -31,6 +31,12 @@ export interface SyncSettings {
    * LIST_AHEAD_RUNS): it holds a cursor unused only once this much is waiting.
    */
   listAheadRuns?: number;
+  /**
+   * Runs whose stored updated_at a walk reads into memory at once (default STORED_MAP_LIMIT); past
+   * it, a window is walked a slice at a time and a slice that still holds more is judged by
+   * looking each page's runs up.
+   */
+  storedMapLimit?: number;
   /** Slice length of long windows, reconciliations and backfills (default a day). */
   sliceMicros: Micros;
   /** The setting the API key came from, named when the API refuses it. */

@@ -68,6 +68,10 @@ export function readWalk(deps: SyncDeps, key: string): Promise<WalkState | undef
 /** Runs whose stored updated_at a walk keeps in memory at once (about 100 bytes each). */
 export const STORED_MAP_LIMIT = 250_000;
 
+export function storedLimit(deps: Pick<SyncDeps, 'settings'>): number {
+  return deps.settings.storedMapLimit ?? STORED_MAP_LIMIT;
+}
+
 /**
  * Stored updated_at of the runs created in [from, to): what a page's summaries are judged by. Null
  * when there are more than `limit`, so the walk reads them a slice at a time instead.
@@ -169,12 +173,12 @@ async function* listWalk(
   const first = parts[state.position.slice] as Window;
   const whole =
     c.preloaded ??
-    (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, STORED_MAP_LIMIT)));
+    (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, storedLimit(deps))));
   const keep = askedKeep(deps);
   let position = state.position;
   for (let s = position.slice; s < parts.length; s = position.slice) {
     const slice = parts[s] as Window;
-    const stored = whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, STORED_MAP_LIMIT)));
+    const stored = whole ?? (await deps.gate.use((wh) => storedUpdatedAt(wh, slice, storedLimit(deps))));
     const known = new Known(stored ?? new Map(), keep);
     // Read anew after a refused cursor, a slice's pages hold runs asked for longer ago than the
     // walk remembers: those are committed by then, and the warehouse tells them.

@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
+import { runBackfill } from '../../src/sync/backfill.ts';
 import { type PassResult, runPass } from '../../src/sync/index.ts';
 import { planWindow } from '../../src/sync/live.ts';
 import { emptyRunCounts } from '../../src/sync/types.ts';
 import { Known, newWalk, walkRuns } from '../../src/sync/walk.ts';
-import { diffWithTruth, engineFor, perTest, SETTLE, spanStart } from './kit.ts';
+import { MICROS_PER_DAY } from '../../src/util/timestamp.ts';
+import { diffWithTruth, engineFor, perTest, SETTLE, spanStart, stored, truth } from './kit.ts';
 
 // A walk remembers the runs it asked for, so a run listed again after a refused cursor is not
 // fetched twice even before its detail is committed; it remembers only the latest of them (more
@@ -67,5 +69,44 @@ describe('what a walk keeps in memory', () => {
     expect(await diffWithTruth(sim, dir, sim.clock.now() - SETTLE)).toEqual([]);
     expect(sim.counters.count('runs.get', 200)).toBe(r.runs.fetched);
     expect(r.runs.fetched).toBe(r.runs.new);
+  });
+
+  it('judges a slice whose stored runs it may not hold by looking each page up in the warehouse', async () => {
+    // 600 runs over two days, then a backfill of them all allowed to hold 100 stored runs: each
+    // day's slice holds 300, so every page's runs are looked up, and only those changed since are
+    // fetched.
+    const sim = await each.sim({ seed: 43, size: 600, days: 2 });
+    const dir = each.dir();
+    const first = engineFor({ sim, dir });
+    try {
+      await runPass(first.deps);
+    } finally {
+      await first.close();
+    }
+    const to = sim.clock.now() - SETTLE;
+    sim.advance('3h');
+    const have = await stored(dir);
+    const want = truth(sim, to);
+    const changed = [...want].filter(([id, w]) => have.get(id)?.updatedAt !== w.updatedAt).length;
+    expect(have.size).toBe(600);
+    expect(changed).toBeGreaterThan(0);
+    expect(changed).toBeLessThan(300);
+    const served = sim.counters.count('runs.get', 200);
+    const engine = engineFor({ sim, dir, options: { settings: { storedMapLimit: 100 } } });
+    try {
+      const r = await runBackfill(engine.deps, {
+        from: spanStart(sim),
+        to,
+        filter: {},
+        force: false,
+        sliceMicros: MICROS_PER_DAY,
+      });
+      expect(r.runs.fetched).toBe(changed);
+      expect(r.runs.unchanged).toBe(600 - changed);
+    } finally {
+      await engine.close();
+    }
+    expect(sim.counters.count('runs.get', 200) - served).toBe(changed);
+    expect(await diffWithTruth(sim, dir, to)).toEqual([]);
   });
 });
