@@ -120,8 +120,14 @@ export function sharedLog(
     for (let n = all.length; n >= FIGURES; n--) {
       const read = all.slice(0, n);
       const others = read.filter((r) => r.sharp).map((r) => (r.low + r.high) / 2);
-      if (others.length < SHARP_FIGURES) continue;
-      const mean = others.reduce((m, o) => m + o, 0) / others.length;
+      // Where every figure's range holds it, theirs is known closer than any one figure tells.
+      const lo = Math.max(...read.map((r) => r.low));
+      const hi = Math.min(...read.map((r) => r.high));
+      let mean = others.reduce((m, o) => m + o, 0) / others.length;
+      if (others.length < SHARP_FIGURES) {
+        if (!(lo <= hi && hi - lo <= spreadAllowed(lo))) continue;
+        mean = (lo + hi) / 2;
+      } else if (lo <= hi) mean = Math.min(hi, Math.max(lo, mean));
       // Others taking half the log, or reading unevenly, is no neighbour's share at this span.
       if (mean > NEIGHBOUR_MAX * b.limit || read.some((r) => !fits(r, mean))) continue;
       return mean < seen(b.limit) ? null : { span, others: mean };
