@@ -1,4 +1,5 @@
 import { measure } from './measure.ts';
+import { neighbourRate } from './neighbour.ts';
 import { fitSpan, fittedSpan, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
 import { sharedLog } from './shared-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
@@ -202,9 +203,12 @@ export function learnBucket(
   // A log others draw on too misfits the fit above, or fits it a span off the whole second (1.02 s)
   // while ours flow evenly, which a burst of ours then overruns: a reading with others steady in
   // it comes first, unless ours alone fit a whole second, which needs nobody else.
-  const tolMs = started === null ? 0 : started.latencyMs + started.tolMs;
+  const tol = { slackMs: started?.tolMs ?? 0, lateMs: started === null ? 0 : started.latencyMs + started.tolMs };
   const alone = sliding && span !== null && span % 1000 === 0;
-  const shared = guess === 'window' || alone ? null : sharedLog(b, samples, resetSpanMs, tolMs);
+  // A window others draw on, read as one by neighbour.ts, reads as a log too while ours go out
+  // evenly through it.
+  const windowShared = b.readRate !== undefined && neighbourRate(b.neighbour) !== null;
+  const shared = guess === 'window' || alone || windowShared ? null : sharedLog(b, samples, resetSpanMs, tol);
   if (sliding || shared !== null) guess = 'sliding';
   else if (guess === 'sliding') guess = 'unknown';
   const windowMs = windowFrom(b, prev, sample);

@@ -10,11 +10,12 @@ import type { BucketEstimate, Sample } from './types.ts';
 // still bound it: Reset, when the log's oldest leaves rounded up, never lies further ahead of a
 // figure than the span and a second, so its whole seconds bound the span from below whoever the
 // oldest is; and no figure can have held fewer than ours within the span. Limits are quoted in
-// whole seconds, so the span read is the shortest whole second from Reset's that leaves every
-// figure's others at least none, and theirs agreeing from figure to figure, as a steady
-// neighbour's do. A shorter span than the true one only paces more evenly. A token bucket held at
-// one level reads the same way, with others misread by how far it is from empty; its "full again
-// at" lies further on than a log's Reset can, which tells it apart.
+// whole seconds, so the span read is Reset's whole seconds (a longer one, tried, read a token
+// bucket of a large burst as a log of a few seconds that others take much of), with every figure's
+// others at least none, and theirs agreeing from figure to figure, as a steady neighbour's do. A
+// shorter span than the true one only paces more evenly. A token bucket held at one level reads
+// the same way, with others misread by how far it is from empty; its "full again at" lies further
+// on than a log's Reset can, which tells it apart.
 
 export interface SharedLog {
   /** The span the log keeps, ms. */
@@ -27,8 +28,6 @@ export interface SharedLog {
 const FIGURES = 3;
 /** The most recent figures read. */
 const RECENT = 12;
-/** Whole seconds tried beyond Reset's own. */
-const LONGER = 3;
 /** Figures closer than this read as one: a volley of refusals answered at once. */
 const APART_MS = 100;
 /**
@@ -63,6 +62,14 @@ function readable(b: BucketEstimate, samples: readonly Sample[], span: number): 
 const SHARP = 1;
 /** Closely read figures the mean of others' use rests on. */
 const SHARP_FIGURES = 2;
+/** The share of figures that may misread others' use. */
+const MISFITS = 0.25;
+
+/** How far our starts may be off from the server's counts, and how late a Reset may lie beyond. */
+export interface Tolerance {
+  slackMs: number;
+  lateMs: number;
+}
 
 interface Reading {
   low: number;
@@ -79,18 +86,20 @@ function oldestWithin(b: BucketEstimate, atMs: number, span: number): number | n
 }
 
 /** Others' use each recent figure shows at `span`, as a range (see below). */
-function readings(b: BucketEstimate, samples: readonly Sample[], span: number, tolMs: number): Reading[] {
+function readings(b: BucketEstimate, samples: readonly Sample[], span: number, tol: Tolerance): Reading[] {
   return readable(b, samples, span).map((x) => {
     const start = x.start as number;
     // Ours started with a figure's own were counted before it or after, in any order: theirs lie
     // between what it held less all of ours and that plus those.
-    const low = b.limit - x.remaining - oursInFigure(b.sent, start, start, span);
+    const high = b.limit - x.remaining - oursInFigure(b.sent, start, start, span) + (x.alongside ?? 0);
+    // Ours started just over a span before it may still have been counted, as round trips vary.
+    const low = high - (x.alongside ?? 0) - oursInFigure(b.sent, start - span, start - span, tol.slackMs);
     // The log's oldest, ours or theirs, is no younger than our oldest in it, and leaves a span
     // after it was counted: Reset, rounded up to a second, lies less than a second beyond. A
     // token bucket's "full again at" lies further on while it holds more than a span's refill.
     const oldest = oldestWithin(b, start, span);
-    const late = oldest !== null && x.resetAtMs !== null && x.resetAtMs >= oldest + span + 1000 + tolMs;
-    return { low, high: low + (x.alongside ?? 0), sharp: (x.alongside ?? 0) <= SHARP, late };
+    const late = oldest !== null && x.resetAtMs !== null && x.resetAtMs >= oldest + span + 1000 + tol.lateMs;
+    return { low, high, sharp: high - low <= SHARP, late };
   });
 }
 
@@ -108,33 +117,59 @@ export function sharedLog(
   b: BucketEstimate,
   samples: readonly Sample[],
   resetSpanMs: number,
-  tolMs: number,
+  tol: Tolerance,
 ): SharedLog | null {
-  for (let k = 0; k <= LONGER; k++) {
-    const span = resetSpanMs + k * 1000;
-    const all = readings(b, samples, span, tolMs);
-    // More of ours within the span than a figure can have held: the span is shorter than tried.
-    if (all.some((r) => r.high < -1)) break;
-    if (all.some((r) => r.late)) continue;
-    // The newest figures that agree: a neighbour our first burst turned away showed less use.
-    for (let n = all.length; n >= FIGURES; n--) {
-      const read = all.slice(0, n);
-      const others = read.filter((r) => r.sharp).map((r) => (r.low + r.high) / 2);
-      // Where every figure's range holds it, theirs is known closer than any one figure tells.
-      const lo = Math.max(...read.map((r) => r.low));
-      const hi = Math.min(...read.map((r) => r.high));
-      let mean = others.reduce((m, o) => m + o, 0) / others.length;
-      if (others.length < SHARP_FIGURES) {
-        if (!(lo <= hi && hi - lo <= spreadAllowed(lo))) continue;
-        mean = (lo + hi) / 2;
-      } else if (lo <= hi) mean = Math.min(hi, Math.max(lo, mean));
-      // Others taking half the log, or reading unevenly, is no neighbour's share at this span.
-      if (mean > NEIGHBOUR_MAX * b.limit || read.some((r) => !fits(r, mean))) continue;
-      return mean < seen(b.limit) ? null : { span, others: mean };
-    }
-  }
+  const fresh = readAgreeing(b, readings(b, samples, resetSpanMs, tol));
+  if (fresh !== undefined) return fresh === null ? null : { span: resetSpanMs, others: fresh };
   const kept = b.shared;
   if (kept === undefined || kept.span < resetSpanMs) return null;
-  const newest = readings(b, samples.slice(-1), kept.span, tolMs)[0];
-  return newest === undefined || (!newest.late && fits(newest, kept.others)) ? kept : null;
+  const newest = readings(b, samples, kept.span, tol).slice(0, FIGURES);
+  return misfits(newest, kept.others) * 2 > newest.length ? null : kept;
+}
+
+/**
+ * Others' use the newest figures that agree read, null when it is too little to be anyone's, or
+ * undefined when the figures read no log shared with a steady neighbour.
+ */
+function readAgreeing(b: BucketEstimate, all: readonly Reading[]): number | null | undefined {
+  // More of ours within the span than a figure can have held, or a Reset no log gives: no log of
+  // this span, whoever else draws on it.
+  if (all.some((r) => r.high < -1 || r.late)) return undefined;
+  // The newest figures that agree: a neighbour our first burst turned away showed less use.
+  for (let n = all.length; n >= FIGURES; n--) {
+    const read = all.slice(0, n);
+    const others = othersOf(read);
+    // Others taking half the log, or reading unevenly, is no neighbour's share. A figure or two
+    // may misread it: ours from three workers are counted in any order, and a neighbour a burst of
+    // ours turned away held less for a span.
+    if (others === null || others > NEIGHBOUR_MAX * b.limit || misfits(read, others) > MISFITS * n) continue;
+    return others < seen(b.limit) ? null : others;
+  }
+  return undefined;
+}
+
+/** Figures whose range does not hold `others`, or whose Reset no log allows. */
+function misfits(read: readonly Reading[], others: number): number {
+  return read.filter((r) => r.late || !fits(r, others)).length;
+}
+
+/**
+ * Others' use the figures read: the middle of the closely read ones, within where every figure's
+ * range holds it when there is such a place (theirs is then known closer than any one figure
+ * tells); with too few read closely, that place alone, when narrow.
+ */
+function othersOf(read: readonly Reading[]): number | null {
+  const sharp = read
+    .filter((r) => r.sharp)
+    .map((r) => (r.low + r.high) / 2)
+    .sort((a, b) => a - b);
+  const lo = Math.max(...read.map((r) => r.low));
+  const hi = Math.min(...read.map((r) => r.high));
+  if (sharp.length < SHARP_FIGURES) return lo <= hi && hi - lo <= spreadAllowed(lo) ? (lo + hi) / 2 : null;
+  const mid = sharp.length / 2;
+  const median =
+    sharp.length % 2 === 1
+      ? (sharp[Math.floor(mid)] as number)
+      : ((sharp[mid - 1] as number) + (sharp[mid] as number)) / 2;
+  return lo <= hi ? Math.min(hi, Math.max(lo, median)) : median;
 }
