@@ -20,7 +20,7 @@ import type { BucketEstimate, Sample } from './types.ts';
 export interface SharedLog {
   /** The span the log keeps, ms. */
   span: number;
-  /** Others' requests the log holds at any time, as the recent figures read them (a mean). */
+  /** Others' requests the log holds at any time, as the recent figures read them (their middle). */
   others: number;
 }
 
@@ -60,7 +60,7 @@ function readable(b: BucketEstimate, samples: readonly Sample[], span: number): 
 
 /** Ours started with a figure's own that may have been counted after it, for a figure read closely. */
 const SHARP = 1;
-/** Closely read figures the mean of others' use rests on. */
+/** Closely read figures the reading of others' use rests on. */
 const SHARP_FIGURES = 2;
 /** The share of figures that may misread others' use. */
 const MISFITS = 0.25;
@@ -110,8 +110,8 @@ function fits(r: Reading, others: number): boolean {
 
 /**
  * The log read as shared with others, or null while the figures do not read as one. A reading
- * found stands while each new figure agrees with it: the figures that found it may have left the
- * recent ones, and a neighbour's steady use does not change because fewer figures show it.
+ * found stands while most of the newest figures agree with it: the figures that found it may have
+ * left the recent ones, and a neighbour's steady use does not change because fewer figures show it.
  */
 export function sharedLog(
   b: BucketEstimate,
