@@ -1,4 +1,4 @@
-import { measure } from './measure.ts';
+import { clearOfFull, measure } from './measure.ts';
 import { neighbourRate } from './neighbour.ts';
 import { fitSpan, fittedSpan, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
 import { sharedLog } from './shared-log.ts';
@@ -104,6 +104,16 @@ function movedEarly(p: Sample, o: Sample): boolean {
 }
 
 /**
+ * Room come back between two figures before the earlier one's Reset, by more than requests in
+ * flight could blur: a fixed window gives nothing back before its Reset.
+ */
+function refilledEarly(b: BucketEstimate, p: Sample, o: Sample): boolean {
+  if (p.resetAtMs === null || o.at >= p.resetAtMs - 50) return false;
+  const cameBack = o.remaining - p.remaining + o.seq - p.seq - (o.unsent - p.unsent);
+  return cameBack > (p.alongside ?? 0) + (o.alongside ?? 0) + Math.max(2, Math.ceil(b.limit / 20));
+}
+
+/**
  * Window length from Reset stepping on between windows. Reset is given in whole seconds, so how
  * far off it lies from one figure says little; only steps are trusted. Figures may be windows
  * apart (probes come every few seconds), so a step is a whole number of windows: as many as the
@@ -189,6 +199,7 @@ export function learnBucket(
   const evidence = prev ? weigh(b, prev, sample) : b.evidence;
   const samples = [...b.samples.filter((x) => x.at >= obs.atMs - SAMPLE_SPAN_MS), sample].slice(-MAX_SAMPLES);
   const notWindow = b.notWindow === true || (prev !== undefined && movedEarly(prev, sample));
+  const early = b.refilledEarly === true || (prev !== undefined && refilledEarly(b, prev, sample));
   const seen = started && { ...started, startedAtMs: started.atMs, held: b.limit - sample.remaining };
   const bounds = seen ? spanBounds(b.sent, { ...seen, resetAtMs: sample.resetAtMs }, logSpanMs(b, b.rate)) : null;
   const fit = bounds === null ? b.fit : fitSpan(b.fit, bounds, obs.atMs);
@@ -208,7 +219,12 @@ export function learnBucket(
   // A window others draw on, read as one by neighbour.ts, reads as a log too while ours go out
   // evenly through it.
   const windowShared = b.readRate !== undefined && neighbourRate(b.neighbour) !== null;
-  const shared = guess === 'window' || alone || windowShared ? null : sharedLog(b, samples, resetSpanMs, tol);
+  // A token bucket held a little above empty reads as a log others draw on, with others misread
+  // by its level (a tenth too high at 200/s when Reset is "next token at", which never lies far
+  // on): once measured as a bucket, it is not read again as a log.
+  const bucketMeasured = b.guess === 'bucket' && b.measured;
+  const shared =
+    guess === 'window' || alone || windowShared || bucketMeasured ? null : sharedLog(b, samples, resetSpanMs, tol);
   if (sliding || shared !== null) guess = 'sliding';
   else if (guess === 'sliding') guess = 'unknown';
   const windowMs = windowFrom(b, prev, sample);
@@ -244,6 +260,19 @@ export function learnBucket(
     }
     measured = false;
   }
+  if (early && guessed && guess === 'unknown' && !refusalsOnly && rate !== null) {
+    // A rate read from Reset alone is the whole bucket's: when Reset is "next token at" it never
+    // moves with what is held, and others' use never lowers it, so no figure tells the guess
+    // apart and a bound below it never replaces it. Once room has come back before Reset, which
+    // rules out a fixed window (whose unused room is lost unseen), a span drawn on throughout and
+    // never near full hid nothing, and what came back in it is the refill less others' use.
+    const steady = clearOfFull(samples, b.limit);
+    if (steady !== null && steady.rate < rate) {
+      rate = steady.rate;
+      measured = true;
+      guessed = false;
+    }
+  }
   if (guess === 'window' && windowMs !== null) {
     rate = (b.limit * 1000) / windowMs;
     measured = b.windowMs !== null && windowMs === b.windowMs && evidence.window >= 2;
@@ -276,6 +305,7 @@ export function learnBucket(
     evidence,
     guess,
     notWindow,
+    refilledEarly: early || undefined,
     fit,
     shared: shared ?? undefined,
     resetSpanMs,

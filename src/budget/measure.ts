@@ -64,7 +64,7 @@ const CLEAR_SPAN_MS = 4_000;
  * requests going out between each two: the bucket was drawn on throughout and never full, so
  * nothing that came back was hidden, and what came back is its refill less others' use of it.
  */
-function clearOfFull(samples: readonly Sample[], limit: number): Measure | null {
+export function clearOfFull(samples: readonly Sample[], limit: number): Measure | null {
   const full = limit - fullMargin(limit);
   let start = samples.length - 1;
   if (start < 0 || (samples[start] as Sample).remaining > full) return null;

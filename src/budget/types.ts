@@ -88,6 +88,8 @@ export interface BucketEstimate {
   sent?: readonly SentEntry[];
   /** Whether the figures have shown the limiter is not a fixed window (see learn.ts). */
   notWindow?: boolean;
+  /** Whether room has been seen coming back before Reset, as no fixed window's does (see learn.ts). */
+  refilledEarly?: boolean;
   /** The span a sliding log would keep, as the figures bound it (see sent-log.ts). */
   fit?: SpanFit;
   /** The log read as one others draw on too (see shared-log.ts). */
