@@ -230,7 +230,11 @@ export function learnBucket(
   const windowMs = windowFrom(b, prev, sample);
   let rate = b.rate;
   let measured = b.measured;
-  let guessed = b.guessed === true;
+  // A rate read from a log's span no longer holds once the figures stop reading as a log: it is
+  // then no bound, and as open to a span's reading as a rate read from Reset (at 200/s from 3
+  // workers, round trips varying, a token bucket read as a log of 0.95 s was kept at 1.05 of the
+  // bucket's whole rate).
+  let guessed = b.guessed === true || (b.guess === 'sliding' && guess !== 'sliding');
   // Figures that come only with 429s (an endpoint whose answers carry no headers) are each an empty
   // bucket after a burst and a pause: what was sent between two of them measures the pause, not
   // the rate, so such a bucket's rate is read from Reset alone.

@@ -451,6 +451,27 @@ describe('an organization bucket another consumer also draws from', () => {
     expect(r.lateRate / left).toBeGreaterThan(0.9);
     expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
   });
+
+  it('bucket-next-token at 200/s from 3 worker(s), round trips varying, learns what is left to us', async () => {
+    // Read as a log of 0.95 s in its first seconds, the bucket was kept at 1.05 of the
+    // organization's whole rate (1.31 of what is left) after the figures stopped reading as a log.
+    const left = 200 * 0.8;
+    const r = await runHarness({
+      limits: {
+        model: 'bucket-next-token',
+        perKey: null,
+        perOrg: { limit: 200, windowSeconds: 1 },
+        neighbourPerSecond: 200 * 0.2,
+      },
+      seconds: SECONDS,
+      workers: 3,
+      jitterMs: 10,
+      phaseMs: 900,
+    });
+    expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+    expect(r.lateRate / left).toBeGreaterThan(0.9);
+    expect(r.limited).toBeLessThanOrEqual(Math.ceil(r.requests * 0.005));
+  });
 });
 
 describe('a fixed-window organization bucket another consumer also draws from', () => {
