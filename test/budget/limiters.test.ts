@@ -428,6 +428,20 @@ describe("an endpoint's own limit, told only by its 429s (detail answers carry n
   );
 });
 
+/** Requests and refusals from `fromMs` of the run on, counted through the harness's onRequest. */
+function countFrom(fromMs: number) {
+  const c = {
+    requests: 0,
+    refused: 0,
+    onRequest: (e: { at: number; allowed: boolean }) => {
+      if (e.at < fromMs) return;
+      c.requests++;
+      if (!e.allowed) c.refused++;
+    },
+  };
+  return c;
+}
+
 describe('an organization bucket another consumer also draws from', () => {
   // The neighbour takes a fifth of the organization's rate, evenly; its use lowers Remaining
   // without any request of ours, and what is left to us is the rest. The default reserve is kept.
@@ -487,8 +501,7 @@ describe('a fixed-window organization bucket another consumer also draws from', 
     '%is windows at %i/s from %i worker(s): learns what is left to us and keeps to it',
     async (windowSeconds, rate, workers) => {
       const left = rate * 0.8;
-      let lateRefusals = 0;
-      let late = 0;
+      const after5s = countFrom(5_000);
       const r = await runHarness({
         limits: {
           model: 'fixed',
@@ -498,15 +511,11 @@ describe('a fixed-window organization bucket another consumer also draws from', 
         },
         seconds: Math.max(SECONDS, 9 * windowSeconds),
         workers,
-        onRequest: (e) => {
-          if (e.at < 5_000) return;
-          late++;
-          if (!e.allowed) lateRefusals++;
-        },
+        onRequest: after5s.onRequest,
       });
       expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
       expect(r.lateRate / left).toBeGreaterThan(0.85);
-      expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(late * 0.005));
+      expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
     },
   );
 });
@@ -522,8 +531,7 @@ describe('a sliding-log organization bucket another consumer also draws from', (
     'at %i/s from %i worker(s): learns what is left to us and keeps to it',
     async (rate, workers) => {
       const left = rate * 0.8;
-      let lateRefusals = 0;
-      let late = 0;
+      const after5s = countFrom(5_000);
       const r = await runHarness({
         limits: {
           model: 'sliding',
@@ -533,15 +541,11 @@ describe('a sliding-log organization bucket another consumer also draws from', (
         },
         seconds: SECONDS,
         workers,
-        onRequest: (e) => {
-          if (e.at < 5_000) return;
-          late++;
-          if (!e.allowed) lateRefusals++;
-        },
+        onRequest: after5s.onRequest,
       });
       expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
       expect(r.lateRate / left).toBeGreaterThan(0.9);
-      expect(lateRefusals).toBeLessThanOrEqual(Math.ceil(late * 0.005));
+      expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
       expect((await r.budget.snapshot()).buckets[0]?.guess).toBe('sliding');
     },
   );
