@@ -1,5 +1,5 @@
 import { clearOfFull, measure } from './measure.ts';
-import { neighbourRate } from './neighbour.ts';
+import { neighbourRate, refillsAsItGoes } from './neighbour.ts';
 import { fitSpan, fittedSpan, logSpanMs, type SpanFit, spanBounds, startedAlongside } from './sent-log.ts';
 import { sharedLog } from './shared-log.ts';
 import type { BucketEstimate, BudgetState, LimiterGuess, RateObservation, Sample } from './types.ts';
@@ -227,6 +227,7 @@ export function learnBucket(
     guess === 'window' || alone || windowShared || bucketMeasured ? null : sharedLog(b, samples, resetSpanMs, tol);
   if (sliding || shared !== null) guess = 'sliding';
   else if (guess === 'sliding') guess = 'unknown';
+  else if (guess === 'unknown' && refillsAsItGoes(b.neighbour)) guess = 'bucket';
   const windowMs = windowFrom(b, prev, sample);
   let rate = b.rate;
   let measured = b.measured;

@@ -23,6 +23,11 @@ export interface NeighbourUse {
    */
   figures?: number;
   misfits?: number;
+  /**
+   * Of the misfits, those that held fewer requests than ours counted in the window, read clear of
+   * its start (see refillsAsItGoes).
+   */
+  overrun?: number;
   /** The window length read by; another starts the reading afresh. */
   windowMs?: number;
 }
@@ -81,7 +86,8 @@ export function readNeighbour(
     held > (NEIGHBOUR_MAX * b.limit * ms) / windowMs + MISFIT_SLACK
   ) {
     const base = u ?? { count: 0, ms: 0, end: fig.resetAtMs, curCount: 0, curMs: 0, windowMs };
-    return { ...base, misfits: (u?.misfits ?? 0) + 1 };
+    const over = held + (fig.alongside ?? 0) < -MISFIT_SLACK && countedAtMs >= begun + Math.max(reachMs, CLEAR_MS);
+    return { ...base, misfits: (u?.misfits ?? 0) + 1, ...(over ? { overrun: (u?.overrun ?? 0) + 1 } : {}) };
   }
   if (countedAtMs < begun + reachMs) return b.neighbour;
   const others = Math.max(0, held);
@@ -102,6 +108,25 @@ export function readNeighbour(
     curCount: others,
     curMs: ms,
   };
+}
+
+/**
+ * How far into a window a figure must be counted, at least, for ours counted in it to be read
+ * closely: ours sent together as it opened reach the server in any order for a round trip or so.
+ */
+const CLEAR_MS = 100;
+
+/**
+ * Whether a figure has held fewer requests than ours counted since the window its Reset ends
+ * began. No fixed window does that, whoever else draws on it: it holds every request counted
+ * since it began. Nor does a sliding log no shorter than the window: its Reset is when its oldest
+ * leaves, rounded up, so every request since a span before Reset is still in it. Only a limiter that
+ * gives room back as it goes does (a token bucket, GCRA), and it is read as one: Reset as "next
+ * token at" lies at the next whole second whatever the bucket holds, as a one-second window's end
+ * would, so nothing else in figures seconds apart tells the two apart.
+ */
+export function refillsAsItGoes(u: NeighbourUse | undefined): boolean {
+  return (u?.overrun ?? 0) > 0;
 }
 
 /** Figures that must fit a window before others' use is read from them: a bucket soon misfits. */
