@@ -521,6 +521,24 @@ describe('a fixed-window organization bucket another consumer also draws from', 
   );
 });
 
+describe('a fixed-window organization bucket at 5/s another consumer also draws from', () => {
+  // The neighbour takes one request a window, at the same point of each. Figures come seconds
+  // apart, mostly with refusals, and read as a log another consumer holds one request of, which
+  // paces the window as well (any window is a span). Still open: turns are handed out seconds
+  // ahead at 5/s (24 callers), so what a refusal teaches reaches the pace only seconds later, and
+  // 2-3 refusals in about 95 requests come after the fifth second.
+  it.each([1, 3])('1s windows from %i worker(s): learns what is left to us and uses it', async (workers) => {
+    const left = 5 * 0.8;
+    const r = await runHarness({
+      limits: { model: 'fixed', perKey: null, perOrg: { limit: 5, windowSeconds: 1 }, neighbourPerSecond: 1 },
+      seconds: SECONDS,
+      workers,
+    });
+    expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+    expect(r.lateRate / left).toBeGreaterThan(0.85);
+  });
+});
+
 describe('a sliding-log organization bucket another consumer also draws from', () => {
   // The neighbour takes a fifth of the organization's rate, evenly; every figure's count is ours
   // within the span plus theirs. Read as ours alone, the neighbour made the log's span read longer
