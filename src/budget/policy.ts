@@ -135,6 +135,8 @@ export interface Slot {
   endpointSeq: number;
   /** Whether the caller should send a probe alongside: the figures are getting old. */
   probe: boolean;
+  /** The rate paced to when the turn was granted: a turn granted at a higher pace is checked again. */
+  paced?: number | null;
 }
 
 /** Nothing granted: ask again at `wait`. */
@@ -205,7 +207,7 @@ export function takeSlot(
       probeAtMs: probe ? nowMs : s.probeAtMs,
       ...(firstSent === undefined ? {} : { firstSent }),
     },
-    result: { at, seq, endpointSeq, probe },
+    result: { at, seq, endpointSeq, probe, paced: pacedRate(s, policy) },
   };
 }
 

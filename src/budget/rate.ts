@@ -4,9 +4,19 @@ import { systemClock } from './clock.ts';
 import { readRateHeaders } from './headers.ts';
 import { MemoryBudgetStore } from './memory-store.ts';
 import { type Answer, answered, learn, pacedRate, pauseUntil, startedLate, takeSlot, unsent } from './policy.ts';
+import { overdrawn } from './room.ts';
 import { tookMs } from './round-trips.ts';
 import { ON_TIME_MS } from './sent-log.ts';
-import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
+import type {
+  BudgetClock,
+  BudgetPolicy,
+  BudgetSnapshot,
+  BudgetState,
+  BudgetStore,
+  Grant,
+  HeaderMap,
+  RateBudget,
+} from './types.ts';
 import { bucketViews, keyLimit } from './views.ts';
 
 export interface RateBudgetOptions {
@@ -23,6 +33,8 @@ export interface RateBudgetOptions {
 export const DEFAULT_RESERVE = 0.05;
 const MAX_TURNS = 6;
 const LATE_WAKE_MS = 25;
+/** A pace this much lower than a turn was granted at has it checked again before it is sent. */
+const PACE_LOWERED = 0.95;
 
 /** The budget of one API key, shared by every request made through it. */
 export class SharedRateBudget implements RateBudget {
@@ -85,11 +97,17 @@ export class SharedRateBudget implements RateBudget {
         await this.clock.sleep(slot.at - now, signal);
         // A 429 seen by another caller while we waited, or waking late (a busy event loop), makes
         // the turn stale: sent now, it could land in a window whose room was handed out already.
-        // Ask again (bounded, so a slow process still makes progress); the stale turn is counted
-        // as not sent.
+        // So does a pace lowered since the turn was granted, when the turn overruns the log the
+        // figures now read: at a few requests a second turns are handed out seconds ahead, and
+        // those granted at the old pace went on being refused for as long. Ask again (bounded, so
+        // a slow process still makes progress); the stale turn is counted as not sent.
+        const stale = (state: BudgetState) =>
+          slot.paced != null &&
+          (pacedRate(state, this.policy) ?? slot.paced) < slot.paced * PACE_LOWERED &&
+          overdrawn(state, endpoint, slot.at, this.policy);
         const state = await this.store.read();
         started = this.clock.now();
-        if (turn < MAX_TURNS && (state.pausedUntilMs > started || started - slot.at > LATE_WAKE_MS)) {
+        if (turn < MAX_TURNS && (state.pausedUntilMs > started || started - slot.at > LATE_WAKE_MS || stale(state))) {
           await this.store.update((s) => ({ state: unsent(s, endpoint, slot), result: undefined }));
           continue;
         }

@@ -304,3 +304,20 @@ function refilledAt(s: BudgetState, b: BucketEstimate, atMs: number, keep: numbe
   const rate = creditRate(b, policy);
   return atMs + (rate > 0 ? (short * 1000) / rate : 1000);
 }
+
+/**
+ * Whether a turn granted for `atMs` no longer fits a log its bucket is now read as, counting
+ * ours started up to it: at a few requests a second turns are handed out seconds ahead, and one
+ * granted before a figure taught the log, or others' share of it, would go out over it.
+ */
+export function overdrawn(s: BudgetState, endpoint: string, atMs: number, policy: BudgetPolicy): boolean {
+  for (const b of Object.values(s.buckets)) {
+    if ((b.endpoint !== null && b.endpoint !== endpoint) || b.guess !== 'sliding') continue;
+    const log = logReading(s, b, atMs);
+    if (log === null || !log.shared) continue;
+    const upTo = (b.sent ?? []).filter((e) => (e[2] ?? e[0]) <= atMs);
+    if (b.limit - log.others - oursAt(upTo, atMs, log.span, log.lag) < reserveCount(b.limit, policy.reserve))
+      return true;
+  }
+  return false;
+}

@@ -495,9 +495,17 @@ describe('a fixed-window organization bucket another consumer also draws from', 
   // the neighbour's requests early in the next window leave ours refused at its end. Its use shows
   // only in figures within a window, a few a window: a 10 s window is given nine windows to learn
   // it in. The default reserve is kept; 429s count from the fifth second on.
-  const cases = [1, 10].flatMap((windowSeconds) =>
-    [20, 50].flatMap((rate) => [1, 3].map((workers) => [windowSeconds, rate, workers] as const)),
-  );
+  // At 5/s the neighbour takes one request a window and figures come seconds apart, mostly with
+  // refusals. Still open, and left out here: from 1 worker, 1 s windows (refused twice after the
+  // fifth second; see below); 10 s windows from 1 worker (0.70 of what is left learned: others'
+  // use is read high from figures early in windows) and from 3 (3 refusals in 311).
+  const open = (windowSeconds: number, rate: number, workers: number) =>
+    rate === 5 && (windowSeconds === 10 || workers === 1);
+  const cases = [1, 10]
+    .flatMap((windowSeconds) =>
+      [5, 20, 50].flatMap((rate) => [1, 3].map((workers) => [windowSeconds, rate, workers] as const)),
+    )
+    .filter(([windowSeconds, rate, workers]) => !open(windowSeconds, rate, workers));
   it.each(cases)(
     '%is windows at %i/s from %i worker(s): learns what is left to us and keeps to it',
     async (windowSeconds, rate, workers) => {
@@ -522,17 +530,16 @@ describe('a fixed-window organization bucket another consumer also draws from', 
 });
 
 describe('a fixed-window organization bucket at 5/s another consumer also draws from', () => {
-  // The neighbour takes one request a window, at the same point of each. Figures come seconds
-  // apart, mostly with refusals, and read as a log another consumer holds one request of, which
-  // paces the window as well (any window is a span). Still open: turns are handed out seconds
-  // ahead at 5/s (24 callers), so what a refusal teaches reaches the pace only seconds later, and
-  // 2-3 refusals in about 95 requests come after the fifth second.
-  it.each([1, 3])('1s windows from %i worker(s): learns what is left to us and uses it', async (workers) => {
+  // The neighbour takes one request a window, at the same point of each. From 1 worker figures
+  // come seconds apart, only three with refusals, and read as a log another consumer holds one
+  // request of, which paces the window as well (any window is a span); nothing in them tells the
+  // two apart. The refusals that teach it are the second and third after the fifth second, which
+  // is still open.
+  it('1s windows from 1 worker: learns what is left to us and uses it', async () => {
     const left = 5 * 0.8;
     const r = await runHarness({
       limits: { model: 'fixed', perKey: null, perOrg: { limit: 5, windowSeconds: 1 }, neighbourPerSecond: 1 },
       seconds: SECONDS,
-      workers,
     });
     expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
     expect(r.lateRate / left).toBeGreaterThan(0.85);
