@@ -279,11 +279,15 @@ export function learn(
     };
   }
   // Others' use only takes from what the figures read: a window's less theirs above that is a
-  // limiter read as a window that is none (a log whose Reset stepped by a second).
+  // limiter read as a window that is none (a log whose Reset stepped by a second). So is a window
+  // whose whole rate lies far below what the figures read: its length came from a Reset step or
+  // two with few of ours between (3 s, across a pause after a 429), and a one-second log
+  // another consumer shares, round trips of 60 ms, was paced at 0.3 of what is left for 16 s.
   const n = neighbourOf(b);
-  const left = n === null ? null : (b.limit * 1000) / (b.windowMs as number) - n;
+  const whole = b.windowMs === null ? null : (b.limit * 1000) / b.windowMs;
+  const left = n === null || whole === null ? null : whole - n;
   b =
-    left === null || b.rate === null || left > b.rate * AGREE
+    left === null || whole === null || b.rate === null || left > b.rate * AGREE || whole * AGREE < b.rate
       ? { ...b, readRate: undefined }
       : { ...b, readRate: b.rate, rate: left };
   if (b.last !== null && b.last !== b0.last && b.rate !== null) {

@@ -575,4 +575,20 @@ describe('a sliding-log organization bucket another consumer also draws from', (
       expect((await r.budget.snapshot()).buckets[0]?.guess).toBe('sliding');
     },
   );
+
+  it('at 20/s from 3 workers with round trips of 60 ms: learns what is left to us and uses it', async () => {
+    // Two refusals 2.7 s apart, with few of ours between (a pause after the first), stepped Reset
+    // by 3 s: read as a 3 s window another consumer takes most of, the log was paced at a fifth of
+    // what is left for 16 s (0.36 of it used late). Still open: 4 refusals in 346 after the fifth
+    // second, as round trips this long leave more of ours in flight than a figure can place.
+    const left = 20 * 0.8;
+    const r = await runHarness({
+      limits: { model: 'sliding', perKey: null, perOrg: { limit: 20, windowSeconds: 1 }, neighbourPerSecond: 4 },
+      seconds: SECONDS,
+      workers: 3,
+      latencyMs: 60,
+    });
+    expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+    expect(r.lateRate / left).toBeGreaterThan(0.9);
+  });
 });
