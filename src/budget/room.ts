@@ -140,7 +140,7 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
   const theirs = (fig: Sample) =>
     fig.resetAtMs === null
       ? 0
-      : (n * Math.max(0, fig.resetAtMs - fig.at) + share * Math.max(0, fig.resetAtMs - guardMs(s) - atMs)) / 1000;
+      : (n * Math.max(0, fig.resetAtMs - fig.at)) / 1000 + oursAhead(s, b, share, fig.resetAtMs, atMs);
   let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig) - theirs(fig);
   if (fig !== b.last) return room;
   // A figure made while ours granted before it were still on their way need not count them yet:
@@ -159,6 +159,20 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
     }
   }
   return room;
+}
+
+/**
+ * Our share of a window others draw on that is still to go out after `atMs`, besides the turn asked
+ * for: ours are spread from the window's start to the last start the guard allows, the first at its
+ * start and one every `(window - guard) / share` after. Spread to the guard's edge itself, the last
+ * of them fell on it and was moved to the next window: at a few requests a window that was one in
+ * four of ours lost every window.
+ */
+function oursAhead(s: BudgetState, b: BucketEstimate, share: number, resetAtMs: number, atMs: number): number {
+  const w = b.windowMs ?? 0;
+  const open = w - guardMs(s);
+  if (!(share > 0) || !(open > 0)) return 0;
+  return Math.max(0, (share * w * Math.max(0, resetAtMs - guardMs(s) - atMs)) / open / 1000 - 1);
 }
 
 /**
@@ -283,9 +297,11 @@ function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: B
   const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
   const short = 1 + keep - windowRoom(s, b, atMs);
   const share = windowShare(b);
-  if (short > 0 && share > 0 && reset !== null && atMs + (short * 1000) / share < reset) {
+  const open = (b.windowMs ?? 0) - guardMs(s);
+  const pace = open > 0 ? (share * (b.windowMs ?? 0)) / open : share;
+  if (short > 0 && pace > 0 && reset !== null && atMs + (short * 1000) / pace < reset) {
     // Paced through a window others draw on: room comes as our share of it goes by.
-    at = atMs + (short * 1000) / share;
+    at = atMs + (short * 1000) / pace;
   } else if (short > 0) {
     // Nothing says when room comes back: try again a second on, when the next figure will tell.
     at = Math.max(at, reset !== null && reset > atMs ? reset : atMs + 1000);
