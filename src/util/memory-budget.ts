@@ -53,7 +53,11 @@ export interface MemoryBudget {
    * it resident beside the old generation.
    */
   readonly semiSpaceMb: number;
-  /** List pages a pass reads ahead of the commits. */
+  /**
+   * List pages a pass reads ahead of the commits. Their details sit in V8's heap while a batch's
+   * unit checkpoints DuckDB's log, the two at their peaks together; two pages keep the API busy
+   * through a checkpoint of a few seconds at the rates an API key allows.
+   */
   readonly bufferedPages: number;
 }
 
@@ -84,7 +88,7 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     bulkLanes: clamp(Math.min(cores, Math.floor(bytes / (200 * MB))), 1, 64),
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
     semiSpaceMb: clamp(Math.round(4 * scale), 1, 16),
-    bufferedPages: clamp(Math.round(4 * scale), 2, 32),
+    bufferedPages: clamp(Math.round(2 * scale), 2, 32),
   };
 }
 
