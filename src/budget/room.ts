@@ -162,17 +162,22 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
 }
 
 /**
- * Our share of a window others draw on that is still to go out after `atMs`, besides the turn asked
- * for: ours are spread from the window's start to the last start the guard allows, the first at its
- * start and one every `(window - guard) / share` after. Spread to the guard's edge itself, the last
- * of them fell on it and was moved to the next window: at a few requests a window that was one in
- * four of ours lost every window.
+ * Our pace through a window others draw on, `share` a second spread over the part of the window
+ * before the guard, the first at its start: spread to the guard's edge itself, the last of ours
+ * fell on it and was moved to the next window, at a few requests a window one in four of ours lost
+ * every window. Null when the guard leaves no part of the window open.
  */
-function oursAhead(s: BudgetState, b: BucketEstimate, share: number, resetAtMs: number, atMs: number): number {
+function spreadPace(s: BudgetState, b: BucketEstimate, share: number): number | null {
   const w = b.windowMs ?? 0;
   const open = w - guardMs(s);
-  if (!(share > 0) || !(open > 0)) return 0;
-  return Math.max(0, (share * w * Math.max(0, resetAtMs - guardMs(s) - atMs)) / open / 1000 - 1);
+  return open > 0 ? (share * w) / open : null;
+}
+
+/** Our share of a window others draw on still to go out after `atMs`, besides the turn asked for. */
+function oursAhead(s: BudgetState, b: BucketEstimate, share: number, resetAtMs: number, atMs: number): number {
+  const pace = spreadPace(s, b, share);
+  if (!(share > 0) || pace === null) return 0;
+  return Math.max(0, (pace * Math.max(0, resetAtMs - guardMs(s) - atMs)) / 1000 - 1);
 }
 
 /**
@@ -297,8 +302,7 @@ function windowRoomAt(s: BudgetState, b: BucketEstimate, atMs: number, policy: B
   const reset = b.guess === 'bucket' ? null : (figureAt(b, atMs)?.resetAtMs ?? null);
   const short = 1 + keep - windowRoom(s, b, atMs);
   const share = windowShare(b);
-  const open = (b.windowMs ?? 0) - guardMs(s);
-  const pace = open > 0 ? (share * (b.windowMs ?? 0)) / open : share;
+  const pace = spreadPace(s, b, share) ?? share;
   if (short > 0 && pace > 0 && reset !== null && atMs + (short * 1000) / pace < reset) {
     // Paced through a window others draw on: room comes as our share of it goes by.
     at = atMs + (short * 1000) / pace;
