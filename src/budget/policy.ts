@@ -137,6 +137,11 @@ export interface Slot {
   probe: boolean;
   /** The rate paced to when the turn was granted: a turn granted at a higher pace is checked again. */
   paced?: number | null;
+  /**
+   * The shortest window the turn was placed in by projection (past the newest figure's Reset, at a
+   * length guessed, not yet learned): a longer one learned since has it checked again.
+   */
+  projectedMs?: number;
 }
 
 /** Nothing granted: ask again at `wait`. */
@@ -183,8 +188,11 @@ export function takeSlot(
     }
     if (!moved) break;
   }
+  let projectedMs: number | undefined;
   for (const [key] of mine) {
     const b = buckets[key] as BucketEstimate;
+    if (b.next !== null && at >= b.next.at && b.next.resetAtMs !== null)
+      projectedMs = Math.min(projectedMs ?? Number.POSITIVE_INFINITY, b.next.resetAtMs - b.next.at);
     const level = b.level === null ? null : bucketRoom(s, b, at, policy) - 1;
     const sent = logStart(b.sent, at, logSpanMs(b, b.rate), nowMs);
     buckets[key] = { ...b, floorMs: at, level, levelAt: Math.max(at, b.levelAt), sent };
@@ -207,7 +215,14 @@ export function takeSlot(
       probeAtMs: probe ? nowMs : s.probeAtMs,
       ...(firstSent === undefined ? {} : { firstSent }),
     },
-    result: { at, seq, endpointSeq, probe, paced: pacedRate(s, policy) },
+    result: {
+      at,
+      seq,
+      endpointSeq,
+      probe,
+      paced: pacedRate(s, policy),
+      ...(projectedMs === undefined ? {} : { projectedMs }),
+    },
   };
 }
 

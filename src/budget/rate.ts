@@ -4,7 +4,7 @@ import { systemClock } from './clock.ts';
 import { readRateHeaders } from './headers.ts';
 import { MemoryBudgetStore } from './memory-store.ts';
 import { type Answer, answered, learn, pacedRate, pauseUntil, startedLate, takeSlot, unsent } from './policy.ts';
-import { overdrawn } from './room.ts';
+import { outgrown, overdrawn } from './room.ts';
 import { tookMs } from './round-trips.ts';
 import { ON_TIME_MS } from './sent-log.ts';
 import type {
@@ -102,9 +102,10 @@ export class SharedRateBudget implements RateBudget {
         // those granted at the old pace went on being refused for as long. Ask again (bounded, so
         // a slow process still makes progress); the stale turn is counted as not sent.
         const stale = (state: BudgetState) =>
-          slot.paced != null &&
-          (pacedRate(state, this.policy) ?? slot.paced) < slot.paced * PACE_LOWERED &&
-          overdrawn(state, endpoint, slot.at, this.policy);
+          (slot.paced != null &&
+            (pacedRate(state, this.policy) ?? slot.paced) < slot.paced * PACE_LOWERED &&
+            overdrawn(state, endpoint, slot.at, this.policy)) ||
+          outgrown(state, endpoint, slot, this.policy);
         const state = await this.store.read();
         started = this.clock.now();
         if (turn < MAX_TURNS && (state.pausedUntilMs > started || started - slot.at > LATE_WAKE_MS || stale(state))) {

@@ -341,3 +341,32 @@ export function overdrawn(s: BudgetState, endpoint: string, atMs: number, policy
   }
   return false;
 }
+
+/**
+ * Whether a turn granted for `turn.at` in a projected window no longer fits the window the newest
+ * figure reads, counting ours granted after that figure up to it: before a window's length is
+ * known, turns are handed out in windows projected from a guessed length (a first Reset's whole
+ * seconds, rounded down: 9 s of a 10 s window), at a few requests a second seconds ahead, and a
+ * figure whose Reset then steps by more shows the turn still inside the window its volley emptied.
+ */
+export function outgrown(
+  s: BudgetState,
+  endpoint: string,
+  turn: { at: number; seq: number; endpointSeq: number; projectedMs?: number },
+  policy: BudgetPolicy,
+): boolean {
+  if (turn.projectedMs === undefined) return false;
+  for (const b of Object.values(s.buckets)) {
+    if (b.endpoint !== null && b.endpoint !== endpoint) continue;
+    if (b.windowMs === null || b.windowMs <= turn.projectedMs) continue;
+    const fig = b.last;
+    const seq = b.endpoint === null ? turn.seq : turn.endpointSeq;
+    if (fig === null || fig.resetAtMs === null || turn.at >= fig.resetAtMs || fig.seq >= seq) continue;
+    const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
+    let back = 0;
+    for (const u of given ?? []) if (u > fig.seq && u <= seq) back++;
+    const theirs = ((windowNeighbour(b) ?? 0) * Math.max(0, turn.at - fig.at)) / 1000;
+    if (fig.remaining - (seq - fig.seq - back) - theirs < reserveCount(b.limit, policy.reserve)) return true;
+  }
+  return false;
+}
