@@ -30,6 +30,10 @@ export interface NeighbourUse {
   overrun?: number;
   /** The window length read by; another starts the reading afresh. */
   windowMs?: number;
+  /** The most of others' requests past windows were seen to hold, the two largest (see neighbourFloor). */
+  most?: readonly [number, number];
+  /** Past windows read, fading as `count` does. */
+  windows?: number;
 }
 
 /** How much of past windows' reading each new window leaves standing: a few windows' memory. */
@@ -102,6 +106,8 @@ export function readNeighbour(
   return {
     ...u,
     figures,
+    most: twoLargest(u.most, u.curCount),
+    windows: (u.windows ?? 0) * FADE + 1,
     count: u.count * FADE + u.curCount,
     ms: u.ms * FADE + u.curMs,
     end: fig.resetAtMs,
@@ -141,9 +147,39 @@ export const NEIGHBOUR_MAX = 0.5;
 /** Ours counted in a window may be off by this many (started alongside a figure's own). */
 const MISFIT_SLACK = 2;
 
+/** The two largest of `most` and `n`. */
+function twoLargest(most: readonly [number, number] | undefined, n: number): [number, number] {
+  const [a, b] = most ?? [0, 0];
+  return n >= a ? [n, a] : [a, Math.max(b, n)];
+}
+
+/**
+ * Others' requests per second through a window at least, from what two windows were each seen to
+ * hold: their requests come one at a time, and early in a window one of them reads as a pace many
+ * times theirs (a neighbour taking one request of each one-second window read at 2.4/s), while
+ * windows they drew on as much twice will be drawn on as much again. One window is not enough: a
+ * token bucket read as a window shows others' use in a figure or two before it misfits. Null while
+ * no two windows were seen to hold any, or a figure read no window others share.
+ */
+export function neighbourFloor(u: NeighbourUse | undefined): number | null {
+  if (u === undefined || (u.misfits ?? 0) > 0 || u.windowMs === undefined) return null;
+  const least = twoLargest(u.most, u.curCount)[1];
+  return least > 0 ? (least * 1000) / u.windowMs : null;
+}
+
+/**
+ * Others' requests figures must show a window to hold, on average, for their pace through it to be
+ * read: each figure counts theirs to within one request, and one of theirs read early in a window
+ * is a pace several times theirs (a neighbour taking one request of each one-second window read at
+ * 2.4/s); what windows were seen to hold reads it until then (see neighbourFloor).
+ */
+const MIN_PER_WINDOW = 1;
+
 /** Others' requests per second through a window, or null while too little is known. */
 export function neighbourRate(u: NeighbourUse | undefined): number | null {
   if (u === undefined || (u.misfits ?? 0) > 0 || (u.figures ?? 0) < MIN_FIGURES) return null;
   const ms = u.ms + u.curMs;
-  return ms < MIN_MS ? null : ((u.count + u.curCount) * 1000) / ms;
+  const counted = u.count + u.curCount;
+  if (counted < MIN_PER_WINDOW * ((u.windows ?? 0) + 1)) return null;
+  return ms < MIN_MS ? null : (counted * 1000) / ms;
 }

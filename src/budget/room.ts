@@ -1,4 +1,4 @@
-import { NEIGHBOUR_MAX, neighbourRate } from './neighbour.ts';
+import { NEIGHBOUR_MAX, neighbourFloor, neighbourRate } from './neighbour.ts';
 import { fittedSpan, lagOf, logFreeAt, logSpanMs, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
 import type { BucketEstimate, BudgetPolicy, BudgetState, Sample } from './types.ts';
 
@@ -78,11 +78,17 @@ function windowNeighbour(b: BucketEstimate): number | null {
   return b.readRate === undefined ? null : neighbourOf(b);
 }
 
-/** Others' use through a window as the figures read it, before it is checked against the rate. */
+/**
+ * Others' use through a window as the figures read it, before it is checked against the rate: their
+ * pace through it, or while too few of theirs were counted to read one, what windows held.
+ */
 export function neighbourOf(b: BucketEstimate): number | null {
   if (b.windowMs === null || b.notWindow === true || (b.guess !== 'window' && b.guess !== 'unknown')) return null;
+  const most = (NEIGHBOUR_MAX * b.limit * 1000) / b.windowMs;
   const n = neighbourRate(b.neighbour);
-  return n === null || n >= (NEIGHBOUR_MAX * b.limit * 1000) / b.windowMs ? null : n;
+  if (n !== null && n < most) return n;
+  const floor = neighbourFloor(b.neighbour);
+  return floor === null || floor >= most ? null : floor;
 }
 
 /**

@@ -496,15 +496,12 @@ describe('a fixed-window organization bucket another consumer also draws from', 
   // only in figures within a window, a few a window: a 10 s window is given nine windows to learn
   // it in. The default reserve is kept; 429s count from the fifth second on.
   // At 5/s the neighbour takes one request a window and figures come seconds apart, mostly with
-  // refusals. Still open, and left out here: from 1 worker, 1 s windows (refused twice after the
-  // fifth second; see below) and 10 s windows (0.70 of what is left learned: others' use is read
-  // high from figures early in windows).
-  const open = (_windowSeconds: number, rate: number, workers: number) => rate === 5 && workers === 1;
-  const cases = [1, 10]
-    .flatMap((windowSeconds) =>
-      [5, 20, 50].flatMap((rate) => [1, 3].map((workers) => [windowSeconds, rate, workers] as const)),
-    )
-    .filter(([windowSeconds, rate, workers]) => !open(windowSeconds, rate, workers));
+  // refusals: one of theirs early in a window reads as a pace several times theirs, so what two
+  // windows were each seen to hold is kept for them until enough of theirs are counted to read
+  // their pace (in 10 s windows, once ours go out through the window and leave them room).
+  const cases = [1, 10].flatMap((windowSeconds) =>
+    [5, 20, 50].flatMap((rate) => [1, 3].map((workers) => [windowSeconds, rate, workers] as const)),
+  );
   it.each(cases)(
     '%is windows at %i/s from %i worker(s): learns what is left to us and keeps to it',
     async (windowSeconds, rate, workers) => {
@@ -526,23 +523,6 @@ describe('a fixed-window organization bucket another consumer also draws from', 
       expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
     },
   );
-});
-
-describe('a fixed-window organization bucket at 5/s another consumer also draws from', () => {
-  // The neighbour takes one request a window, at the same point of each. From 1 worker figures
-  // come seconds apart, only three with refusals, and read as a log another consumer holds one
-  // request of, which paces the window as well (any window is a span); nothing in them tells the
-  // two apart. The refusals that teach it are the second and third after the fifth second, which
-  // is still open.
-  it('1s windows from 1 worker: learns what is left to us and uses it', async () => {
-    const left = 5 * 0.8;
-    const r = await runHarness({
-      limits: { model: 'fixed', perKey: null, perOrg: { limit: 5, windowSeconds: 1 }, neighbourPerSecond: 1 },
-      seconds: SECONDS,
-    });
-    expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
-    expect(r.lateRate / left).toBeGreaterThan(0.85);
-  });
 });
 
 describe('a sliding-log organization bucket another consumer also draws from', () => {
