@@ -40,6 +40,14 @@ export function seqOf(s: BudgetState, b: BucketEstimate): number {
   return b.endpoint === null ? s.seq : (s.seqByEndpoint[b.endpoint] ?? 0);
 }
 
+/** Ours granted after turn `from` up to turn `to` of the bucket's count, less those never sent. */
+function grantedBetween(s: BudgetState, b: BucketEstimate, from: number, to: number): number {
+  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
+  let back = 0;
+  for (const u of given ?? []) if (u > from && u <= to) back++;
+  return to - from - back;
+}
+
 export function unsentOf(s: BudgetState, b: BucketEstimate): number {
   return b.endpoint === null ? s.unsent : (s.unsentByEndpoint[b.endpoint] ?? 0);
 }
@@ -113,17 +121,11 @@ export function oursInWindow(s: BudgetState, b: BucketEstimate): number | null {
   const edge = b.edge;
   if (fig === null || edge === undefined || b.windowMs === null || fig.resetAtMs === null) return null;
   if (edge.at !== fig.resetAtMs - b.windowMs || fig.seq < edge.seq) return null;
-  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
-  let back = 0;
-  for (const u of given ?? []) if (u > edge.seq && u <= fig.seq) back++;
-  return fig.seq - edge.seq - back;
+  return grantedBetween(s, b, edge.seq, fig.seq);
 }
 
 export function sentSince(s: BudgetState, b: BucketEstimate, fig: Sample): number {
-  const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
-  let back = 0;
-  for (const u of given ?? []) if (u > fig.seq) back++;
-  return seqOf(s, b) - fig.seq - back;
+  return grantedBetween(s, b, fig.seq, seqOf(s, b));
 }
 
 // Room is the lesser of two readings of the same figures, so neither limiter family is overrun:
@@ -368,11 +370,9 @@ export function outgrown(
     const fig = b.last;
     const seq = b.endpoint === null ? turn.seq : turn.endpointSeq;
     if (fig === null || fig.resetAtMs === null || turn.at >= fig.resetAtMs || fig.seq >= seq) continue;
-    const given = b.endpoint === null ? s.unsentSeqs : s.unsentEndpointSeqs?.[b.endpoint];
-    let back = 0;
-    for (const u of given ?? []) if (u > fig.seq && u <= seq) back++;
     const theirs = ((windowNeighbour(b) ?? 0) * Math.max(0, turn.at - fig.at)) / 1000;
-    if (fig.remaining - (seq - fig.seq - back) - theirs < reserveCount(b.limit, policy.reserve)) return true;
+    if (fig.remaining - grantedBetween(s, b, fig.seq, seq) - theirs < reserveCount(b.limit, policy.reserve))
+      return true;
   }
   return false;
 }
