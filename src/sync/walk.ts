@@ -1,6 +1,7 @@
 import { listValue } from '@duckdb/node-api';
 import type { InvalidRecordReport, ListPage, RunListFilter, RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
+import { storedRuns } from '../warehouse/run-keys.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
@@ -274,7 +275,7 @@ async function lookUpStored(deps: SyncDeps, page: ListPage<RunSummary>, known: K
   if (ids.length === 0) return known.lookedUp(new Map());
   const rows = await deps.gate.use((wh) =>
     wh.all<{ id: string; u: bigint }>(
-      `SELECT id, epoch_us(updated_at) AS u FROM runs WHERE id IN (SELECT unnest($1::VARCHAR[]))`,
+      `SELECT id, epoch_us(updated_at) AS u FROM ${storedRuns('SELECT unnest($1::VARCHAR[]) AS id', ['id', 'updated_at'])}`,
       [listValue(ids)],
     ),
   );

@@ -16,8 +16,9 @@ import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
 import { CHECKPOINT_THRESHOLD } from './open.ts';
 import { transactionWithRoom } from './out-of-memory.ts';
 import { RunRebuildSql } from './rebuild-runs-sql.ts';
+import { recordRunKeys } from './run-keys.ts';
 import { evolveSchema } from './schema.ts';
-import { quoteLiteral } from './sql.ts';
+import { quoteIdent, quoteLiteral } from './sql.ts';
 import type { StagedRows } from './stage-runs-sql.ts';
 import type { Warehouse } from './types.ts';
 
@@ -118,6 +119,7 @@ export async function rebuildRuns(
     count(result, st, row?.Count);
   }
   await wh.run(sql.exportDirty());
+  await wh.run(recordRunKeys(`SELECT id, created_date FROM ${quoteIdent(resource.table)}`));
   await retryRejectedRuns(wh, files, result);
 }
 

@@ -13,6 +13,7 @@ import { applyListing } from './load-catalog.ts';
 import { applyToolOptions } from './load-tool-options.ts';
 import { openWarehouse } from './open.ts';
 import { RANGE_RUNS, rebuildRuns } from './rebuild-runs.ts';
+import { RUN_KEYS } from './run-keys.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 import { DB_FILE, type Warehouse, type WarehouseOptions } from './types.ts';
 
@@ -139,10 +140,10 @@ async function removeStopped(root: string, current: Warehouse): Promise<void> {
 
 // Bookkeeping the archive cannot re-derive: every _sync table (watermarks, cursors, audit, open
 // runs, and whatever later migrations add) is carried over as it is, except the ledgers of
-// migrations and schema changes, which the fresh file has written itself. Refusals are re-derived
-// for the endpoints the archive keeps, and carried over for any other; export marks are merged, so
-// nothing owed is forgotten.
-const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty', '_sync_schema_changes']);
+// migrations and schema changes, which the fresh file has written itself, and where its runs lie,
+// which it derived. Refusals are re-derived for the endpoints the archive keeps, and carried over
+// for any other; export marks are merged, so nothing owed is forgotten.
+const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty', '_sync_schema_changes', RUN_KEYS]);
 
 async function carryBookkeeping(db: Warehouse): Promise<void> {
   const tables = await db.all<{ t: string }>(

@@ -1,6 +1,7 @@
 import { RUNS } from '../resources/registry.ts';
 import { SQL_TYPE } from '../resources/tables.ts';
 import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/types.ts';
+import { recordRunKeys, storedRuns } from './run-keys.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 
 // The SQL that stages run details straight from raw archive files and merges them, generated from
@@ -41,6 +42,9 @@ export function runStructure(resource: ResourceSpec = RUNS): Structure {
 
 const APPLIED = `verdict IN ('new', 'newer', 'changed')`;
 const REPLACED = `verdict IN ('newer', 'changed')`;
+
+/** What a stored run is judged by, and where it lies. */
+const STORED_COLUMNS = ['id', 'updated_at', 'payload_hash', 'fetched_at', 'created_date', 'created_at'];
 
 /** The staged payloads to merge: the picked ones that win. */
 const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a
@@ -152,7 +156,7 @@ SELECT k.*, cur.created_date AS old_created_date, cur.created_at AS old_created_
     WHEN k.payload_hash <> cur.payload_hash AND k.fetched_at >= cur.fetched_at THEN 'changed'
     ELSE 'unchanged'
   END AS verdict
-FROM k LEFT JOIN runs cur ON cur.id = k.id`;
+FROM k LEFT JOIN ${storedRuns('SELECT id FROM k', STORED_COLUMNS)} cur ON cur.id = k.id`;
   }
 
   /** Counts of the judged batch, and the stored created_date range of the runs it replaces. */
@@ -238,6 +242,10 @@ SELECT DISTINCT 'runs', d, t FROM (
       ...this.delete(range),
       this.insertRuns(),
       ...this.resource.children.map((c) => this.insertChild(c)),
+      recordRunKeys(
+        `SELECT id, created_date FROM _stage_pick
+  WHERE verdict = 'new' OR (${REPLACED} AND created_date IS DISTINCT FROM old_created_date)`,
+      ),
       'DROP TABLE _stage_pick',
       'DROP TABLE _stage_run',
     ];
