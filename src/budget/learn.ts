@@ -303,8 +303,14 @@ export function learnBucket(
   } else if (surprised && !measured) rate *= 0.8;
   // A projected window stays while it is ahead of the figure, or while the figure (a response that
   // came back late) belongs to a window that ended before it began: its turns are counted there.
+  // A window projected at a length the figures have since shown too short (9 s of a 10 s window,
+  // from a first Reset's whole seconds) ends where a figure's window still runs: kept, it was
+  // begun before the figure's window ended and given a whole limit on top of what that one had left.
   const earlier = sample.resetAtMs !== null && b.next !== null && sample.resetAtMs <= b.next.at;
-  const next = b.next !== null && (b.next.at > sample.at || earlier) ? b.next : null;
+  const projectedMs = b.next?.resetAtMs == null ? null : b.next.resetAtMs - b.next.at;
+  const short = windowMs !== null && projectedMs !== null && projectedMs < windowMs;
+  const ahead = b.next !== null && b.next.at > sample.at && !(sample.resetAtMs !== null && !earlier && short);
+  const next = earlier || ahead ? b.next : null;
   return {
     ...b,
     evidence,

@@ -183,3 +183,24 @@ export function neighbourRate(u: NeighbourUse | undefined): number | null {
   if (counted < MIN_PER_WINDOW * ((u.windows ?? 0) + 1)) return null;
   return ms < MIN_MS ? null : (counted * 1000) / ms;
 }
+
+/**
+ * How much of a window a figure must have seen for others' pace so far through it to be read: a
+ * few of theirs early in a window read as a pace several times theirs, ours held back for it went
+ * out together at the next window's start, and a figure there, counting fewer of ours than were
+ * sent, read others as taking more than any share: no window (10 s windows at 20/s, round trips
+ * varying, then kept 1.39 of what is left).
+ */
+const SO_FAR_SHARE = 0.25;
+
+/**
+ * Others' requests per second so far through the window ending at `resetAtMs`, when the figures
+ * have read enough of it; null otherwise. Until two windows are read (see neighbourFloor) nothing
+ * else is kept for them, and ours spent the rest of the window's room at once while their pace
+ * went on taking from it: in 10 s windows at 5/s from 3 workers, two of ours were refused at its end.
+ */
+export function neighbourSoFar(u: NeighbourUse | undefined, resetAtMs: number | null): number | null {
+  if (u === undefined || (u.misfits ?? 0) > 0 || u.windowMs === undefined || u.end !== resetAtMs) return null;
+  if (u.curMs < Math.max(MIN_MS, u.windowMs * SO_FAR_SHARE) || !(u.curCount > 0)) return null;
+  return (u.curCount * 1000) / u.curMs;
+}

@@ -1,4 +1,4 @@
-import { NEIGHBOUR_MAX, neighbourFloor, neighbourRate } from './neighbour.ts';
+import { NEIGHBOUR_MAX, neighbourFloor, neighbourRate, neighbourSoFar } from './neighbour.ts';
 import { fittedSpan, lagOf, logFreeAt, logSpanMs, oursAt, slackMs, tentativeSpan } from './sent-log.ts';
 import type { BucketEstimate, BudgetPolicy, BudgetState, Sample } from './types.ts';
 
@@ -100,6 +100,18 @@ export function neighbourOf(b: BucketEstimate): number | null {
 }
 
 /**
+ * Others' pace so far through the window ending at `resetAtMs`, kept for them through the rest of
+ * it: before their pace is read over windows, their use of the current one is all that tells, and
+ * ours took the rest of its room at once while theirs went on drawing on it.
+ */
+function soFar(b: BucketEstimate, resetAtMs: number): number {
+  if (b.windowMs === null || b.notWindow === true || (b.guess !== 'window' && b.guess !== 'unknown')) return 0;
+  const n = neighbourSoFar(b.neighbour, resetAtMs);
+  const most = (NEIGHBOUR_MAX * b.limit * 1000) / b.windowMs;
+  return n === null || n >= most ? 0 : n;
+}
+
+/**
  * How far above the rate the figures read a window's, less others' use of it, may lie and be
  * believed: spent at a window's start, a shared window measures well below what is left to us when
  * round trips vary, while a log misread as one-second windows lies many times above its rate.
@@ -148,7 +160,8 @@ function windowRoom(s: BudgetState, b: BucketEstimate, atMs: number, projected =
   const theirs = (fig: Sample) =>
     fig.resetAtMs === null
       ? 0
-      : (n * Math.max(0, fig.resetAtMs - fig.at)) / 1000 + oursAhead(s, b, share, fig.resetAtMs, atMs);
+      : ((n > 0 ? n : soFar(b, fig.resetAtMs)) * Math.max(0, fig.resetAtMs - fig.at)) / 1000 +
+        oursAhead(s, b, share, fig.resetAtMs, atMs);
   let room = fig.remaining - sentSince(s, b, fig) - uncounted(b, fig) - theirs(fig);
   if (fig !== b.last) return room;
   // A figure made while ours granted before it were still on their way need not count them yet:
