@@ -523,6 +523,35 @@ describe('a fixed-window organization bucket another consumer also draws from', 
       expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
     },
   );
+
+  it.each([
+    [20, 1],
+    [50, 3],
+  ])(
+    '1s windows at %i/s from %i worker(s) starting 300 ms into a second: learns what is left to us',
+    async (rate, workers) => {
+      // One figure after a volley of ours straddling a window's start reads as others taking more
+      // than any share: taken as proof of no window, it left others' use unread for good and the
+      // whole rate kept (12 refusals in 340 after the fifth second at 20/s, 15 in 813 at 50/s).
+      const left = rate * 0.8;
+      const after5s = countFrom(5_000);
+      const r = await runHarness({
+        limits: {
+          model: 'fixed',
+          perKey: null,
+          perOrg: { limit: rate, windowSeconds: 1 },
+          neighbourPerSecond: rate * 0.2,
+        },
+        seconds: SECONDS,
+        workers,
+        phaseMs: 300,
+        onRequest: after5s.onRequest,
+      });
+      expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+      expect(r.lateRate / left).toBeGreaterThan(0.85);
+      expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
+    },
+  );
 });
 
 describe('a sliding-log organization bucket another consumer also draws from', () => {
