@@ -442,6 +442,42 @@ function countFrom(fromMs: number) {
   return c;
 }
 
+/**
+ * `workers` drawing for SECONDS on a one-second organization bucket of `rate`/s of `model`, a
+ * fifth of which a neighbour takes evenly; what is left to us, and our requests from the fifth
+ * second on.
+ */
+async function besideANeighbour(
+  model: RateModel,
+  rate: number,
+  workers: number,
+  more: Pick<HarnessOptions, 'phaseMs'> = {},
+) {
+  const after5s = countFrom(5_000);
+  const r = await runHarness({
+    limits: { model, perKey: null, perOrg: { limit: rate, windowSeconds: 1 }, neighbourPerSecond: rate * 0.2 },
+    seconds: SECONDS,
+    workers,
+    ...more,
+    onRequest: after5s.onRequest,
+  });
+  return { r, left: rate * 0.8, after5s };
+}
+
+/**
+ * Learned within 5% of what the neighbour leaves, paced late at more than 0.85 of it, and refused
+ * at most 0.5% of the time after the fifth second.
+ */
+function expectKeepsToWhatIsLeft(
+  r: { learned: number | null; lateRate: number },
+  left: number,
+  after5s: ReturnType<typeof countFrom>,
+): void {
+  expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
+  expect(r.lateRate / left).toBeGreaterThan(0.85);
+  expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
+}
+
 describe('an organization bucket another consumer also draws from', () => {
   // The neighbour takes a fifth of the organization's rate, evenly; its use lowers Remaining
   // without any request of ours, and what is left to us is the rest. The default reserve is kept.
@@ -518,9 +554,7 @@ describe('a fixed-window organization bucket another consumer also draws from', 
         workers,
         onRequest: after5s.onRequest,
       });
-      expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
-      expect(r.lateRate / left).toBeGreaterThan(0.85);
-      expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
+      expectKeepsToWhatIsLeft(r, left, after5s);
     },
   );
 
@@ -533,23 +567,8 @@ describe('a fixed-window organization bucket another consumer also draws from', 
       // One figure after a volley of ours straddling a window's start reads as others taking more
       // than any share: taken as proof of no window, it left others' use unread for good and the
       // whole rate kept (12 refusals in 340 after the fifth second at 20/s, 15 in 813 at 50/s).
-      const left = rate * 0.8;
-      const after5s = countFrom(5_000);
-      const r = await runHarness({
-        limits: {
-          model: 'fixed',
-          perKey: null,
-          perOrg: { limit: rate, windowSeconds: 1 },
-          neighbourPerSecond: rate * 0.2,
-        },
-        seconds: SECONDS,
-        workers,
-        phaseMs: 300,
-        onRequest: after5s.onRequest,
-      });
-      expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
-      expect(r.lateRate / left).toBeGreaterThan(0.85);
-      expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
+      const { r, left, after5s } = await besideANeighbour('fixed', rate, workers, { phaseMs: 300 });
+      expectKeepsToWhatIsLeft(r, left, after5s);
     },
   );
 });
@@ -564,19 +583,7 @@ describe('a sliding-log organization bucket another consumer also draws from', (
   it.each([20, 50, 200].flatMap((rate) => [1, 3].map((workers) => [rate, workers] as const)))(
     'at %i/s from %i worker(s): learns what is left to us and keeps to it',
     async (rate, workers) => {
-      const left = rate * 0.8;
-      const after5s = countFrom(5_000);
-      const r = await runHarness({
-        limits: {
-          model: 'sliding',
-          perKey: null,
-          perOrg: { limit: rate, windowSeconds: 1 },
-          neighbourPerSecond: rate * 0.2,
-        },
-        seconds: SECONDS,
-        workers,
-        onRequest: after5s.onRequest,
-      });
+      const { r, left, after5s } = await besideANeighbour('sliding', rate, workers);
       expect(Math.abs((r.learned ?? 0) / left - 1)).toBeLessThan(0.05);
       expect(r.lateRate / left).toBeGreaterThan(0.9);
       expect(after5s.refused).toBeLessThanOrEqual(Math.ceil(after5s.requests * 0.005));
