@@ -309,7 +309,7 @@ export function learnBucket(
   const earlier = sample.resetAtMs !== null && b.next !== null && sample.resetAtMs <= b.next.at;
   const projectedMs = b.next?.resetAtMs == null ? null : b.next.resetAtMs - b.next.at;
   const short = windowMs !== null && projectedMs !== null && projectedMs < windowMs;
-  const ahead = b.next !== null && b.next.at > sample.at && !(sample.resetAtMs !== null && !earlier && short);
+  const ahead = b.next !== null && b.next.at > sample.at && !(sample.resetAtMs !== null && short);
   const next = earlier || ahead ? b.next : null;
   return {
     ...b,
