@@ -24,6 +24,7 @@ import {
   logLate,
   logSpanMs,
   logStart,
+  oursAt,
   oursInFigure,
   quickest,
   slackMs,
@@ -226,12 +227,16 @@ export function takeSlot(
   };
 }
 
+/** How old the figures may grow, at `rate` a second, before a probe is asked for. */
+function probeEveryMs(rate: number): number {
+  return Math.min(PROBE_MAX_MS, Math.max(PROBE_MIN_MS, (PROBE_REQUESTS * 1000) / rate));
+}
+
 /** Whether the shared buckets' figures are old enough to ask a runs-list page for fresh ones. */
 function probeDue(s: BudgetState, nowMs: number): boolean {
   const shared = live(s, nowMs).filter((b) => b.endpoint === null);
   if (shared.length === 0) return false;
-  const rate = Math.min(...shared.map((b) => b.rate ?? 1));
-  const every = Math.min(PROBE_MAX_MS, Math.max(PROBE_MIN_MS, (PROBE_REQUESTS * 1000) / rate));
+  const every = probeEveryMs(Math.min(...shared.map((b) => b.rate ?? 1)));
   const newest = Math.max(...shared.map((b) => b.seenAt));
   return nowMs - newest >= every && nowMs - s.probeAtMs >= every;
 }
@@ -331,7 +336,10 @@ export function learn(
     // starts since bound what it can hold. Counted from Reset, the reading is short of that already.
     const held =
       b.guess === 'bucket' ? heldAtMost(b.sent, levelAt, b.limit, creditRate(b, policy), slackMs(next)) : b.limit;
-    const level = Math.min(b.limit, b.last.remaining + refill - since - alongside, held);
+    const level = Math.max(
+      Math.min(b.limit, b.last.remaining + refill - since - alongside, held),
+      spanOn(next, b, levelAt, policy),
+    );
     b = { ...b, level, levelAt };
   }
   return {
@@ -340,6 +348,32 @@ export function learn(
     limited: s.limited + (limited ? 1 : 0),
     refusedBy: limited ? { ...s.refusedBy, [endpoint]: key } : s.refusedBy,
   };
+}
+
+/**
+ * What the bucket holds at least at `levelAt`, two spans of its rate past the newest figure's
+ * Reset, whatever limiter runs it: a fixed window or sliding log that long, a bucket full again at
+ * Reset, or a token bucket refilled at that rate each holds the limit less ours counted within the
+ * span before. Refill is counted back from Reset alone while the limiter is not known to refill as
+ * it goes, and Reset comes rounded up to a whole second: turns queued seconds ahead (callers at a
+ * few requests a second hold them) then read the bucket short by well over its limit, and every
+ * caller was held back until that debt, which the bucket never had, was paid. The bound does not
+ * see others' use since the figure: within two spans of Reset, a neighbour on an organization
+ * bucket that no figure had shown yet took what it left, and reading from Reset loses less there.
+ * No bound (-Infinity) before then, for a bucket read as refilling as it goes (counted from the
+ * figure already), or with others seen drawing on it.
+ */
+function spanOn(s: BudgetState, b: BucketEstimate, levelAt: number, policy: BudgetPolicy): number {
+  const span = logSpanMs(b, b.rate);
+  const fig = b.last;
+  if (span === null || fig === null || b.guess === 'bucket') return Number.NEGATIVE_INFINITY;
+  if (levelAt < Math.max(fig.at, fig.resetAtMs ?? fig.at) + 2 * span) return Number.NEGATIVE_INFINITY;
+  if ((b.others ?? 0) > 0 || neighbourOf(b) !== null || b.shared !== undefined) return Number.NEGATIVE_INFINITY;
+  // Credit explored above the rate draws the bucket down unseen until a figure shows it: the bound
+  // keeps back what that takes before the next probe is due, as the shortfall of reading from
+  // Reset alone did.
+  const explored = Math.max(0, creditRate(b, policy) - (b.rate ?? 0) * (1 - policy.reserve));
+  return b.limit - oursAt(b.sent, levelAt, span, lagOf(s)) - (explored * probeEveryMs(b.rate ?? 1)) / 1000;
 }
 
 /** A start planned for `plannedMs` that was late: it happened at `atMs`. */

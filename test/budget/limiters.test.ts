@@ -150,7 +150,9 @@ describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token
       // away while full as room, and sent it a volley on top of its pacing; a rate read from Reset
       // alone was credited above, as if it were a bound; a first volley's request counted just
       // before its page read as a refill faster than the bucket's. Each drained the bucket, and no
-      // figure could show it empty before a 429 did.
+      // figure could show it empty before a 429 did. The other way, refill counted back from a
+      // figure's Reset alone (rounded up to a whole second) read the bucket more than a limit
+      // short at the far end of the queued turns, and every caller waited that debt out.
       const seconds = 12;
       const r = await runHarness({
         limits: { model, perKey: { limit: 5, windowSeconds: 1 } },
@@ -163,7 +165,7 @@ describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token
         phaseMs,
       });
       expect(r.limited).toBe(0);
-      expect(r.ok / (seconds * 5)).toBeGreaterThan(0.9);
+      expect(r.ok / (seconds * 5)).toBeGreaterThan(0.96);
     },
   );
 
