@@ -318,7 +318,13 @@ export function learn(
     // Unless the bucket is known to refill as it goes, nothing is counted back before the
     // figure's Reset: a sliding log gives room back only as its oldest requests leave.
     const levelAt = Math.max(b.last.at, b.levelAt);
-    const from = b.guess === 'bucket' ? b.last.at : Math.max(b.last.at, b.last.resetAtMs ?? b.last.at);
+    // Reset comes rounded up to a whole second, and room comes back no later than a span of the
+    // rate after the figure under any of those limiters (the window it lay in ends, the bucket is
+    // full again, the log's oldest leaves): counted from a second-rounded Reset up to a second
+    // later than that, turns queued past it read the bucket short by up to the rate's second.
+    const spanMs = logSpanMs(b, b.rate) ?? Number.POSITIVE_INFINITY;
+    const reset = Math.min(b.last.resetAtMs ?? b.last.at, b.last.at + spanMs);
+    const from = b.guess === 'bucket' ? b.last.at : Math.max(b.last.at, reset);
     const refill = (creditRate(b, policy) * Math.max(0, levelAt - from)) / 1000;
     // Ours that started with the figure's own, as close as round trips vary, may have been counted
     // after it although granted before: the figure need not show them taken, so they are taken

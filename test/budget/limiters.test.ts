@@ -142,30 +142,32 @@ describe.each(['bucket-full-at', 'bucket-next-token', 'gcra'] as const)('a token
     },
   );
 
-  it.each([300, 500, 700])(
-    'from cold, 5/s from 3 primed workers whose detail fetches carry no figures gets its rate with no 429 (starting %i ms into a second)',
-    async (phaseMs) => {
-      // At 5/s, 24 callers hold turns seconds ahead and only the first pages carry figures. A
-      // figure that came after ours had been held back a while read the refill the bucket turned
-      // away while full as room, and sent it a volley on top of its pacing; a rate read from Reset
+  // From 1 worker, 8 callers hold turns less far ahead, and a first volley takes a larger share.
+  it.each([3, 1].flatMap((workers) => [300, 500, 700].map((phaseMs) => [workers, phaseMs, workers > 1 ? 0.96 : 0.9])))(
+    'from cold, 5/s from %i primed worker(s) whose detail fetches carry no figures gets its rate with no 429 (starting %i ms into a second)',
+    async (workers, phaseMs, least) => {
+      // At 5/s, callers hold turns seconds ahead and only the first pages carry figures. A figure
+      // that came after ours had been held back a while read the refill the bucket turned away
+      // while full as room, and sent it a volley on top of its pacing; a rate read from Reset
       // alone was credited above, as if it were a bound; a first volley's request counted just
       // before its page read as a refill faster than the bucket's. Each drained the bucket, and no
       // figure could show it empty before a 429 did. The other way, refill counted back from a
-      // figure's Reset alone (rounded up to a whole second) read the bucket more than a limit
-      // short at the far end of the queued turns, and every caller waited that debt out.
+      // figure's Reset alone (rounded up to a whole second, and up to a second past a span of the
+      // rate after the figure, by which room comes back under any limiter) read the bucket more
+      // than a limit short at the far end of the queued turns, and every caller waited it out.
       const seconds = 12;
       const r = await runHarness({
         limits: { model, perKey: { limit: 5, windowSeconds: 1 } },
         seconds,
         reserve: 0,
-        workers: 3,
+        workers,
         listEvery: 1_000_000,
         jitterMs: 10,
         primed: true,
         phaseMs,
       });
       expect(r.limited).toBe(0);
-      expect(r.ok / (seconds * 5)).toBeGreaterThan(0.96);
+      expect(r.ok / (seconds * 5)).toBeGreaterThanOrEqual(least);
     },
   );
 
