@@ -47,7 +47,14 @@ export async function openReadSource(
       ...(options.budget ? { budget: options.budget } : {}),
       ...(options.memoryLimit ? { memoryLimit: options.memoryLimit } : {}),
     });
-    return { kind, file: wh.file, connection: wh.connection, run: wh.run, all: wh.all, close: () => wh.close() };
+    return {
+      kind,
+      file: wh.file,
+      connection: wh.connection,
+      run: wh.run,
+      all: wh.all,
+      close: async () => void (await wh.close()),
+    };
   }
   const file = join(dir, ANALYTICS_FILE);
   if (!existsSync(file)) throw new NoAnalyticsFileError(file);

@@ -30,9 +30,18 @@ export interface WarehouseGateOptions {
 
 export const DEFAULT_LOCK_WAIT_MS = 10 * 60_000;
 
+/**
+ * One checkpoint in this many of the units that keep their log (a pass's batches) merges the row
+ * groups the others wrote (see open.ts); a unit that does not keep its log always does, so a
+ * pass ends with its row groups merged.
+ */
+export const MERGE_ROW_GROUPS_EVERY = 8;
+
 export class WarehouseGate {
   private chain: Promise<unknown> = Promise.resolve();
   private lastHolder: number | null | undefined;
+  /** Checkpoints since the last that merged row groups. */
+  private unmerged = 0;
 
   constructor(private readonly options: WarehouseGateOptions) {}
 
@@ -60,7 +69,9 @@ export class WarehouseGate {
         t2 = performance.now();
         return out;
       } finally {
-        await wh.close({ keepLog: unit.keepLog ?? false });
+        const keepLog = unit.keepLog ?? false;
+        const mergeRowGroups = !keepLog || this.unmerged + 1 >= MERGE_ROW_GROUPS_EVERY;
+        if (await wh.close({ keepLog, mergeRowGroups })) this.unmerged = mergeRowGroups ? 0 : this.unmerged + 1;
         const ms = (a: number, b: number) => Math.round(b - a);
         this.options.logger.debug(
           { openMs: ms(t0, t1), workMs: ms(t1, t2), closeMs: ms(t2, performance.now()) },

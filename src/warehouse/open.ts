@@ -177,11 +177,18 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // fails leaves the log to the next opener, which replays it; the close must not try it once more
   // on its way out, since a checkpoint failed there left a log that could no longer be replayed.
   // The limit goes back with the release that follows (releaseFreed).
-  const checkpoint = async (ample: boolean): Promise<boolean> => {
+  //
+  // A table read from the file takes its next rows into a row group of their own, and a checkpoint
+  // merges that with the partly filled one before it: with the file opened for every batch, each
+  // checkpoint rewrote the last row group of every table, up to a full one, however few rows it
+  // added. `merge: false` holds DuckDB's merging (its vacuum tasks) for one checkpoint, which then
+  // writes only what the log added; a later one merges the small row groups that leaves in one go.
+  const checkpoint = async (ample: boolean, merge: boolean): Promise<boolean> => {
     const limit = memoryLimit;
     const raise = ample && (parseMemorySize(budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
     try {
       if (raise) await setMemoryLimit(budget.exportMemoryLimit);
+      if (!merge) await db.run('SET max_vacuum_tasks = 0');
       await db.run('CHECKPOINT');
       return true;
     } catch (e) {
@@ -190,6 +197,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       return false;
     } finally {
       memoryLimit = limit;
+      if (!merge) await db.run('RESET max_vacuum_tasks').catch(() => undefined);
     }
   };
 
@@ -288,14 +296,15 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     serial,
     transaction,
     async close(options = {}) {
-      if (closed) return;
+      if (closed) return false;
       await chain;
       closed = true;
+      let checkpointed = false;
       // A checkpoint rewrites the metadata of every table it touches, which grows with the table:
       // at a million runs, a few hundred ms for a batch of a few runs. A pass's batches leave their
       // log (durable already) to the next unit, and the pass's last unit checkpoints them together.
       if (!readOnly && !broken) {
-        const log = options.keepLog ? logBytes(file) : 0;
+        const log = logBytes(file);
         if (options.keepLog && log < KEEP_LOG_MAX) {
           await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
         } else {
@@ -303,12 +312,16 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
           // thread; done here first, it runs on DuckDB's threads and the process keeps answering
           // (its requests keep their pace) meanwhile.
           const ample = !options.keepLog || log >= 2 * KEEP_LOG_MAX;
-          if (!(await checkpoint(ample))) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
+          const merge = options.mergeRowGroups !== false;
+          const done = await checkpoint(ample, merge);
+          if (!done) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
+          checkpointed = done && log > 0;
           await releaseFreed();
         }
       }
       connection.closeSync();
       instance.closeSync();
+      return checkpointed;
     },
   };
 }

@@ -1,10 +1,10 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { WarehouseGate } from '../../src/sync/warehouse-gate.ts';
+import { MERGE_ROW_GROUPS_EVERY, WarehouseGate } from '../../src/sync/warehouse-gate.ts';
 import { createLogger, silentLogger } from '../../src/util/logger.ts';
 import { loadRunDetails } from '../../src/warehouse/load-runs.ts';
-import { openWarehouse, withWarehouse } from '../../src/warehouse/open.ts';
+import { KEEP_LOG_MAX, openWarehouse, withWarehouse } from '../../src/warehouse/open.ts';
 import { DB_FILE } from '../../src/warehouse/types.ts';
 import { simDetails, tempDir } from './wh-kit.ts';
 
@@ -69,5 +69,50 @@ describe('units that keep the write-ahead log', () => {
       r.all(`SELECT table_name FROM duckdb_tables() WHERE table_name = 'scratch'`),
     );
     expect(scratch).toEqual([]);
+  });
+
+  it('checkpoint a long pass without rewriting the rows stored before them, and merge them every so often', async () => {
+    const gate = new WarehouseGate({ dir, logger: silentLogger() });
+    const rowGroups = () =>
+      gate.use(async (wh) => {
+        const [r] = await wh.all<{ groups: bigint; n: bigint; chars: bigint }>(
+          `SELECT (SELECT count(DISTINCT row_group_id) FROM pragma_storage_info('notes')) AS groups,
+             count(*) AS n, sum(length(body)) AS chars FROM notes`,
+        );
+        return { groups: Number(r?.groups), rows: Number(r?.n), chars: Number(r?.chars) };
+      });
+    await gate.use((wh) =>
+      wh.run(`CREATE TABLE notes AS SELECT i, repeat(md5(i::VARCHAR), 32) AS body FROM range(1000) t(i)`),
+    );
+    // Each batch logs more than a unit may leave behind, so each closes with a checkpoint.
+    const rows = Math.ceil((1.25 * KEEP_LOG_MAX) / 1024);
+    const batch = (k: number) =>
+      gate.use(
+        async (wh) => {
+          await wh.run(
+            `INSERT INTO notes SELECT i, repeat(md5(i::VARCHAR), 32) FROM range(${1000 + k * rows}, ${1000 + (k + 1) * rows}) t(i)`,
+          );
+          expect(walBytes()).toBeGreaterThan(KEEP_LOG_MAX);
+        },
+        { keepLog: true },
+      );
+    for (let k = 0; k < MERGE_ROW_GROUPS_EVERY - 1; k++) await batch(k);
+    expect(walBytes()).toBe(0);
+    // The 1,000 rows first stored, and each batch's, in row groups of their own: none rewritten.
+    const before = await rowGroups();
+    expect(before.groups).toBe(MERGE_ROW_GROUPS_EVERY);
+    await batch(MERGE_ROW_GROUPS_EVERY - 1);
+    const after = await rowGroups();
+    const total = 1000 + MERGE_ROW_GROUPS_EVERY * rows;
+    expect(after).toEqual({ groups: Math.ceil(total / 122_880), rows: total, chars: total * 1024 });
+
+    // Three more batches, then a unit that does not keep its log (a pass's last): it merges them.
+    for (let k = MERGE_ROW_GROUPS_EVERY; k < MERGE_ROW_GROUPS_EVERY + 3; k++) await batch(k);
+    expect((await rowGroups()).groups).toBe(Math.ceil(total / 122_880) + 3);
+    await gate.use((wh) => wh.run(`INSERT INTO notes VALUES (-1, 'x')`));
+    const end = total + 3 * rows + 1;
+    const last = await rowGroups();
+    expect(last).toMatchObject({ rows: end, chars: (end - 1) * 1024 + 1 });
+    expect(last.groups).toBeLessThan(Math.ceil(total / 122_880) + 3);
   });
 });
