@@ -28,8 +28,8 @@ import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from '
 // of 64MB while loading, which DuckDB spills beyond (a batch that still does not fit is merged
 // again with more, see load-runs.ts), and the export's larger one for its run, since a day's rows
 // are sorted and buffered per thread as whole row groups. The figures behind the shares are in the
-// README's Performance section. A checkpoint rewrites the last, partly filled row group of every
-// table it touches, so checkpointing less often saves the most.
+// README's Performance section. A checkpoint that merges row groups rewrites the last, partly
+// filled one of every table it touches, so a pass's batches merge only now and then (close).
 export const DEFAULT_MEMORY_LIMIT = defaultMemoryBudget().duckdbMemoryLimit;
 /** Write-ahead log size at which a commit checkpoints. */
 export const CHECKPOINT_THRESHOLD = '128MB';
