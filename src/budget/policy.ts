@@ -322,8 +322,8 @@ export function learn(
     // rate after the figure under any of those limiters (the window it lay in ends, the bucket is
     // full again, the log's oldest leaves): counted from a second-rounded Reset up to a second
     // later than that, turns queued past it read the bucket short by up to the rate's second.
-    const spanMs = logSpanMs(b, b.rate) ?? Number.POSITIVE_INFINITY;
-    const reset = Math.min(b.last.resetAtMs ?? b.last.at, b.last.at + spanMs);
+    const span = logSpanMs(b, b.rate);
+    const reset = Math.min(b.last.resetAtMs ?? b.last.at, b.last.at + (span ?? Number.POSITIVE_INFINITY));
     const from = b.guess === 'bucket' ? b.last.at : Math.max(b.last.at, reset);
     const refill = (creditRate(b, policy) * Math.max(0, levelAt - from)) / 1000;
     // Ours that started with the figure's own, as close as round trips vary, may have been counted
@@ -344,7 +344,7 @@ export function learn(
       b.guess === 'bucket' ? heldAtMost(b.sent, levelAt, b.limit, creditRate(b, policy), slackMs(next)) : b.limit;
     const level = Math.max(
       Math.min(b.limit, b.last.remaining + refill - since - alongside, held),
-      spanOn(next, b, levelAt, policy),
+      spanOn(next, b, levelAt, span, policy),
     );
     b = { ...b, level, levelAt };
   }
@@ -357,7 +357,7 @@ export function learn(
 }
 
 /**
- * What the bucket holds at least at `levelAt`, two spans of its rate past the newest figure's
+ * What the bucket holds at least at `levelAt`, two spans of its rate (`span`) past the newest figure's
  * Reset, whatever limiter runs it: a fixed window or sliding log that long, a bucket full again at
  * Reset, or a token bucket refilled at that rate each holds the limit less ours counted within the
  * span before. Refill is counted back from Reset alone while the limiter is not known to refill as
@@ -369,8 +369,7 @@ export function learn(
  * No bound (-Infinity) before then, for a bucket read as refilling as it goes (counted from the
  * figure already), or with others seen drawing on it.
  */
-function spanOn(s: BudgetState, b: BucketEstimate, levelAt: number, policy: BudgetPolicy): number {
-  const span = logSpanMs(b, b.rate);
+function spanOn(s: BudgetState, b: BucketEstimate, levelAt: number, span: number | null, policy: BudgetPolicy): number {
   const fig = b.last;
   if (span === null || fig === null || b.guess === 'bucket') return Number.NEGATIVE_INFINITY;
   if (levelAt < Math.max(fig.at, fig.resetAtMs ?? fig.at) + 2 * span) return Number.NEGATIVE_INFINITY;

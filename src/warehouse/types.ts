@@ -110,10 +110,10 @@ export interface Warehouse extends SqlRunner {
   /** serial(), inside BEGIN … COMMIT; ROLLBACK when `fn` throws. */
   transaction<T>(fn: (tx: SqlRunner) => Promise<T>): Promise<T>;
   /**
-   * Checkpoints and closes; true when it wrote a write-ahead log into the file. `keepLog`: a write-ahead log of less than
-   * KEEP_LOG_MAX is left for the next opener to take up instead (its unit is followed by others
-   * that checkpoint). `mergeRowGroups: false`: the checkpoint writes what the log added as row groups
-   * of their own, and merging them into full ones is left to a later one.
+   * Checkpoints and closes; true when it wrote a write-ahead log into the file. `keepLog`: a
+   * write-ahead log of less than KEEP_LOG_MAX is left for the next opener to take up instead (its
+   * unit is followed by others that checkpoint). `mergeRowGroups: false`: the checkpoint writes what
+   * the log added as row groups of their own, and merging them into full ones is left to a later one.
    */
   close(options?: CloseOptions): Promise<boolean>;
 }

@@ -16,6 +16,8 @@ let tmp: ReturnType<typeof tempDir>;
 let dir: string;
 const wal = () => join(dir, `${DB_FILE}.wal`);
 const walBytes = () => (existsSync(wal()) ? statSync(wal()).size : 0);
+/** DuckDB's rows per row group. */
+const ROW_GROUP = 122_880;
 const runCount = () =>
   withWarehouse(dir, { readOnly: true }, async (wh) => {
     const [r] = await wh.all<{ n: bigint }>('SELECT count(*) AS n FROM runs');
@@ -104,15 +106,16 @@ describe('units that keep the write-ahead log', () => {
     await batch(MERGE_ROW_GROUPS_EVERY - 1);
     const after = await rowGroups();
     const total = 1000 + MERGE_ROW_GROUPS_EVERY * rows;
-    expect(after).toEqual({ groups: Math.ceil(total / 122_880), rows: total, chars: total * 1024 });
+    const merged = Math.ceil(total / ROW_GROUP);
+    expect(after).toEqual({ groups: merged, rows: total, chars: total * 1024 });
 
     // Three more batches, then a unit that does not keep its log (a pass's last): it merges them.
     for (let k = MERGE_ROW_GROUPS_EVERY; k < MERGE_ROW_GROUPS_EVERY + 3; k++) await batch(k);
-    expect((await rowGroups()).groups).toBe(Math.ceil(total / 122_880) + 3);
+    expect((await rowGroups()).groups).toBe(merged + 3);
     await gate.use((wh) => wh.run(`INSERT INTO notes VALUES (-1, 'x')`));
     const end = total + 3 * rows + 1;
     const last = await rowGroups();
     expect(last).toMatchObject({ rows: end, chars: (end - 1) * 1024 + 1 });
-    expect(last.groups).toBeLessThan(Math.ceil(total / 122_880) + 3);
+    expect(last.groups).toBeLessThan(merged + 3);
   });
 });
