@@ -3,7 +3,7 @@ import { systemClock } from '../budget/clock.ts';
 import type { BudgetClock, RateBudget } from '../budget/types.ts';
 import { apiBaseUrl } from '../config/url.ts';
 import { type Logger, silentLogger } from '../util/logger.ts';
-import { type ConcurrentFetchOptions, fetchConcurrently, type ItemResult } from './details.ts';
+import { type ConcurrentFetchOptions, DEFAULT_IN_FLIGHT, fetchConcurrently, type ItemResult } from './details.ts';
 import { type CatalogKind, type EndpointName, endpointInfo, pageBounds } from './endpoints.ts';
 import { ApiError, AuthError, InvalidRecordError, PermissionError } from './errors.ts';
 import {
@@ -124,6 +124,8 @@ function catalogQuery<K extends CatalogKind>(kind: K, filter: CatalogFilter[K]):
 export type RunDetailResult = ItemResult<RunDetail>;
 
 export interface RunDetailsOptions extends ConcurrentFetchOptions {
+  /** Requests in flight at most; default: as many as the budget's pace needs, DEFAULT_IN_FLIGHT at least. */
+  concurrency?: ConcurrentFetchOptions['concurrency'];
   /**
    * Before the first request, let a budget that knows no limit learn it from one smallest runs-list
    * page (the response the spec gives X-RateLimit-* headers), instead of from a burst of 429s.
@@ -222,7 +224,16 @@ export class ApiClient {
   ): AsyncGenerator<RunDetailResult> {
     const { primeBudget = true, ...fetchOptions } = options;
     if (primeBudget) await this.primeBudget(options.signal);
-    yield* fetchConcurrently(ids, (id, signal) => this.getRun(id, { signal }), fetchOptions);
+    const concurrency = fetchOptions.concurrency ?? this.inFlightBound(DEFAULT_IN_FLIGHT);
+    yield* fetchConcurrently(ids, (id, signal) => this.getRun(id, { signal }), { ...fetchOptions, concurrency });
+  }
+
+  /**
+   * Requests in flight, at least `base`, as many as the budget's pace needs at the round trips
+   * seen lately: at a fast key over a slow link, a fixed few would cap the pace below the key's.
+   */
+  inFlightBound(base: number): () => number {
+    return () => this.transport.inFlightFor(base);
   }
 
   /**

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { ApiError, AuthError, PermissionError } from './errors.ts';
 
 // Fetching many records by id under one bound on requests in flight. The budget, not this bound,
@@ -9,6 +10,27 @@ export type ItemResult<T> = { id: string; ok: true; value: T } | { id: string; o
 
 export type FetchOne<T> = (id: string, signal: AbortSignal) => Promise<T>;
 
+/** Requests in flight at most: a number, or read afresh each time a request would start. */
+export type InFlightBound = number | (() => number);
+
+/** Requests in flight when nothing says more are needed. */
+export const DEFAULT_IN_FLIGHT = 8;
+/** Room above what the pace needs on the wire: the turns waiting on the budget hold slots too. */
+const IN_FLIGHT_HEADROOM = 1.5;
+/** Requests in flight at most however fast the pace and slow the round trips (the API pool's connections). */
+export const MAX_IN_FLIGHT = 32;
+
+/**
+ * Requests in flight a pace needs (Little's law: the rate times how long each takes), never fewer
+ * than `base`. With a key of 200 requests a second and round trips of 100 ms, eight in flight would
+ * send 80 a second however the budget paced them.
+ */
+export function inFlightFor(pacePerSecond: number | null, wireMs: number | null, base: number): number {
+  if (pacePerSecond === null || wireMs === null || !(pacePerSecond > 0) || !(wireMs > 0)) return base;
+  const needed = Math.ceil(((pacePerSecond * wireMs) / 1000) * IN_FLIGHT_HEADROOM);
+  return Math.max(base, Math.min(MAX_IN_FLIGHT, needed));
+}
+
 function stopsEverything(e: unknown): boolean {
   return e instanceof AuthError || e instanceof PermissionError || !(e instanceof ApiError);
 }
@@ -16,6 +38,7 @@ function stopsEverything(e: unknown): boolean {
 /** Fetches by id, at most `concurrency` at once across every caller of one(). */
 export class FetchPool<T> {
   private active = 0;
+  private readonly bound: () => number;
   private readonly waiting: (() => void)[] = [];
   private readonly controller = new AbortController();
   private stopped: unknown = null;
@@ -23,11 +46,12 @@ export class FetchPool<T> {
 
   constructor(
     private readonly get: FetchOne<T>,
-    private readonly concurrency: number,
+    concurrency: InFlightBound,
     private readonly outer?: AbortSignal,
   ) {
-    if (!Number.isInteger(concurrency) || concurrency < 1)
-      throw new RangeError('concurrency must be a positive integer');
+    this.bound = boundOf(concurrency);
+    // Every request in flight listens on the pool's signal, waiting for its turn and on the wire.
+    setMaxListeners(4 * MAX_IN_FLIGHT, this.controller.signal);
     this.onOuterAbort = () => this.stop(outer?.reason);
     if (outer?.aborted) this.stop(outer.reason);
     else outer?.addEventListener('abort', this.onOuterAbort, { once: true });
@@ -70,23 +94,34 @@ export class FetchPool<T> {
   }
 
   private async slot(): Promise<void> {
-    if (this.active < this.concurrency) {
+    if (this.active < this.bound()) {
       this.active++;
       return;
     }
     await new Promise<void>((resolve) => this.waiting.push(resolve));
   }
 
+  /** Hands the freed slot on, and as many more as a bound risen since allows. */
   private release(): void {
-    const next = this.waiting.shift();
-    if (next) next();
-    else this.active--;
+    this.active--;
+    const bound = this.bound();
+    while (this.waiting.length > 0 && this.active < bound) {
+      this.active++;
+      (this.waiting.shift() as () => void)();
+    }
   }
 }
 
+/** A bound checked once: a number must be a positive integer, a function is read as it goes. */
+function boundOf(concurrency: InFlightBound): () => number {
+  if (typeof concurrency === 'function') return () => Math.max(1, Math.floor(concurrency()));
+  if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError('concurrency must be a positive integer');
+  return () => concurrency;
+}
+
 export interface ConcurrentFetchOptions {
-  /** Requests in flight at most; default 8. */
-  concurrency?: number;
+  /** Requests in flight at most; default DEFAULT_IN_FLIGHT. */
+  concurrency?: InFlightBound;
   signal?: AbortSignal;
 }
 
@@ -100,7 +135,7 @@ export async function* fetchConcurrently<T>(
   get: FetchOne<T>,
   options: ConcurrentFetchOptions = {},
 ): AsyncGenerator<ItemResult<T>> {
-  const concurrency = options.concurrency ?? 8;
+  const concurrency = boundOf(options.concurrency ?? DEFAULT_IN_FLIGHT);
   const outer = options.signal;
   if (outer?.aborted) throw outer.reason;
   const pool = new FetchPool(get, concurrency, outer);
@@ -111,7 +146,7 @@ export async function* fetchConcurrently<T>(
   let exhausted = false;
   try {
     for (;;) {
-      while (!exhausted && inflight.size < concurrency && pool.failure === null) {
+      while (!exhausted && inflight.size < concurrency() && pool.failure === null) {
         const next = await source.next();
         if (next.done) exhausted = true;
         else {

@@ -1,10 +1,11 @@
 import { Pool } from 'undici';
+import { MAX_IN_FLIGHT } from './details.ts';
 
 // One keep-alive connection pool per API origin: bounded connections so concurrency cannot run
 // away, and timeouts on every phase so a stalled server costs a retry, not a hung sync.
 
 export interface PoolOptions {
-  /** Connections at most; default 16. */
+  /** Connections at most; default: the most detail fetches in flight, and room for list pages beside them. */
   connections?: number;
   /** Idle time a kept-alive connection is held; default 30 s. */
   keepAliveMs?: number;
@@ -17,7 +18,7 @@ export interface PoolOptions {
 
 export function createApiPool(origin: string, options: PoolOptions = {}): Pool {
   return new Pool(origin, {
-    connections: options.connections ?? 16,
+    connections: options.connections ?? MAX_IN_FLIGHT + 4,
     pipelining: 1,
     keepAliveTimeout: options.keepAliveMs ?? 30_000,
     keepAliveMaxTimeout: 10 * 60_000,

@@ -2,6 +2,7 @@ import type { Dispatcher } from 'undici';
 import { header } from '../budget/headers.ts';
 import type { BudgetClock, HeaderMap, RateBudget } from '../budget/types.ts';
 import { type Logger, redactText } from '../util/logger.ts';
+import { inFlightFor } from './details.ts';
 import type { EndpointName } from './endpoints.ts';
 import { encodeQuery, type QueryPair } from './filters.ts';
 import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy } from './retry.ts';
@@ -51,6 +52,9 @@ export interface GetResult {
 export class ApiTransport {
   readonly stats: ApiStats = { requests: 0, byStatus: {}, retries: 0, rateLimited: 0, invalidRecords: 0 };
   private readonly secrets: string[];
+  /** The pace of the budget's latest turn, and how long answers lately took from sending. */
+  private pace: number | null = null;
+  private wireMs: number | null = null;
 
   constructor(private readonly o: TransportOptions) {
     this.secrets = [o.apiKey];
@@ -58,6 +62,17 @@ export class ApiTransport {
 
   redact(text: string): string {
     return redactText(text, this.secrets);
+  }
+
+  /** Requests in flight the budget's pace needs at the round trips seen lately; `base` at least. */
+  inFlightFor(base: number): number {
+    return inFlightFor(this.pace, this.wireMs, base);
+  }
+
+  /** Follows a slower answer quickly and a quicker one slowly: too few in flight costs the pace. */
+  private noteWire(ms: number): void {
+    const old = this.wireMs ?? ms;
+    this.wireMs = old + (ms - old) * (ms > old ? 0.25 : 0.05);
   }
 
   async get(req: GetRequest): Promise<GetResult> {
@@ -70,7 +85,10 @@ export class ApiTransport {
       const grant = await budget.acquire(req.endpoint, req.signal);
       if (grant.probe) this.probe();
       attempts++;
+      this.pace = grant.paced ?? null;
+      const sentAt = this.o.clock.now();
       const outcome = await this.send(fullPath, req.signal);
+      if (outcome.kind === 'response') this.noteWire(this.o.clock.now() - sentAt);
       const status = outcome.kind === 'response' ? outcome.status : 0;
       this.stats.requests++;
       this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;

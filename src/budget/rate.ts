@@ -126,6 +126,7 @@ export class SharedRateBudget implements RateBudget {
         at: Math.max(slot.at, this.clock.now()),
         endpointSeq: slot.endpointSeq,
         probe: slot.probe,
+        paced: slot.paced ?? null,
       };
       this.logged.set(grant, logged);
       return grant;

@@ -218,6 +218,8 @@ export interface Grant {
   endpointSeq: number;
   /** Set when the budget would like a probe sent: its figures are getting old. */
   probe: boolean;
+  /** Requests per second the budget paced to when it granted the turn; null when nothing limits us yet. */
+  paced?: number | null;
 }
 
 export interface RateBudget {

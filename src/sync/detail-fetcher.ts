@@ -38,7 +38,7 @@ export class DetailFetcher implements DetailSource {
   private readonly pool: FetchPool<RunDetail>;
 
   constructor(api: ApiClient, concurrency: number, signal: AbortSignal) {
-    this.pool = new FetchPool((id, s) => api.getRun(id, { signal: s }), concurrency, signal);
+    this.pool = new FetchPool((id, s) => api.getRun(id, { signal: s }), api.inFlightBound(concurrency), signal);
   }
 
   async fetch(ids: readonly string[]): Promise<DetailBatch> {

@@ -22,7 +22,10 @@ export interface SyncSettings {
   /** How far before the pass's start its window ends (default 5 s): runs being created that
    * moment are left to the next pass, whose lookback reads them. */
   settle: Micros;
-  /** Run details in flight at once (the budget, not this, sets the pace). */
+  /**
+   * Run details in flight at once, at least: more when the budget's pace needs more at the round
+   * trips seen (the budget, not this, sets the pace).
+   */
   detailConcurrency: number;
   /** Pages listed ahead of the one being loaded. */
   bufferedPages: number;

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AuthError, fetchConcurrently, NotFoundError } from '../../src/api/index.ts';
+import { inFlightFor, MAX_IN_FLIGHT } from '../../src/api/details.ts';
+import { AuthError, FetchPool, fetchConcurrently, NotFoundError } from '../../src/api/index.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { collect, failure, makeClient, startSim, type TestClient } from './test-kit.ts';
 
@@ -81,6 +82,50 @@ describe('fetchConcurrently', () => {
     const run = collect(fetchConcurrently(['a', 'b'], get, { signal: controller.signal }));
     controller.abort(new Error('operator stopped the sync'));
     expect((await failure(run)).message).toBe('operator stopped the sync');
+  });
+});
+
+describe('requests in flight for a pace', () => {
+  it('covers the pace times the round trip, never fewer than the base nor more than the most', () => {
+    expect(inFlightFor(null, 100, 8)).toBe(8);
+    expect(inFlightFor(20, null, 8)).toBe(8);
+    expect(inFlightFor(20, 50, 8)).toBe(8);
+    // 200 a second at 100 ms: 20 on the wire, and room for those waiting on their turn.
+    expect(inFlightFor(200, 100, 8)).toBe(30);
+    expect(inFlightFor(200, 400, 8)).toBe(MAX_IN_FLIGHT);
+  });
+
+  it('lets more requests start as soon as a bound read as it goes rises', async () => {
+    let bound = 2;
+    const gates: (() => void)[] = [];
+    let inFlight = 0;
+    const pool = new FetchPool(
+      (id) =>
+        new Promise<string>((resolve) => {
+          inFlight++;
+          gates.push(() => {
+            inFlight--;
+            resolve(id);
+          });
+        }),
+      () => bound,
+    );
+    const all = pool.all(['a', 'b', 'c', 'd', 'e', 'f']);
+    await new Promise((r) => setImmediate(r));
+    expect(inFlight).toBe(2);
+    bound = 5;
+    (gates.shift() as () => void)();
+    await new Promise((r) => setImmediate(r));
+    // One finished, and the freed slot let four more in, not one.
+    expect(inFlight).toBe(5);
+    bound = 1;
+    while (gates.length > 0) {
+      (gates.shift() as () => void)();
+      await new Promise((r) => setImmediate(r));
+      expect(inFlight).toBeLessThanOrEqual(4);
+    }
+    expect((await all).map((r) => r.id)).toEqual(['a', 'b', 'c', 'd', 'e', 'f']);
+    pool.close();
   });
 });
 

@@ -117,4 +117,23 @@ describe('limits learned from the simulator', () => {
     expect(sim.counters.maxInAlignedWindow(1000, (r) => gets(r) && r.status === 200)).toBeLessThanOrEqual(4);
     await t.client.close();
   });
+
+  it('keeps as many requests in flight as the pace needs over a slow link', async () => {
+    // 120 ms to answer: eight in flight would send some 65 a second, under the key's 100.
+    sim = await startSim({
+      size: 400,
+      rateLimit: { perKey: { limit: 100, windowSeconds: 1 } },
+      faults: { baseLatencyMs: 120 },
+    });
+    const t = makeClient(sim.url, sim.key);
+    const ids = (await collect(t.client.iterateRuns({}, { pageSize: 100 }))).map((r) => r.id);
+    sim.counters.reset();
+    const results = await collect(t.client.fetchRunDetails(ids));
+    expect(results.filter((r) => r.ok)).toHaveLength(400);
+    expect(sim.counters.count(undefined, 429)).toBe(0);
+    const busiest = sim.counters.maxInAlignedWindow(1000, gets);
+    expect(busiest).toBeLessThanOrEqual(100);
+    expect(busiest).toBeGreaterThanOrEqual(85);
+    await t.client.close();
+  });
 });
