@@ -152,10 +152,13 @@ export interface Wait {
 
 /**
  * Until a runs-list page has told the limits (or shown it will not), one request goes out alone,
- * for up to a couple of seconds: a small bucket must not be overrun by a first volley.
+ * for up to a couple of seconds: a small bucket must not be overrun by a first volley. A first
+ * request whose answer cannot tell them (a catalog list's) lets one runs-list page go beside it,
+ * or every other request would wait the whole couple of seconds.
  */
-function awaitingFirstFigure(s: BudgetState, nowMs: number): boolean {
-  return s.seq > 0 && !s.heard && nowMs < s.firstGrantMs + FIRST_FIGURE_WAIT_MS;
+function awaitingFirstFigure(s: BudgetState, endpoint: string, nowMs: number): boolean {
+  if (!(s.seq > 0 && !s.heard && nowMs < s.firstGrantMs + FIRST_FIGURE_WAIT_MS)) return false;
+  return endpoint !== 'runs.list' || s.listAsked === true;
 }
 
 /** Grants the next start time at or after `nowMs` to a request to `endpoint`; the caller waits until it. */
@@ -165,7 +168,7 @@ export function takeSlot(
   nowMs: number,
   policy: BudgetPolicy,
 ): { state: BudgetState; result: Slot | Wait } {
-  if (awaitingFirstFigure(s, nowMs)) {
+  if (awaitingFirstFigure(s, endpoint, nowMs)) {
     return { state: s, result: { wait: Math.min(s.firstGrantMs + FIRST_FIGURE_WAIT_MS, nowMs + 50) } };
   }
   let at = Math.max(nowMs, s.nextSlotMs, s.pausedUntilMs);
@@ -209,6 +212,7 @@ export function takeSlot(
     state: {
       ...s,
       firstGrantMs: s.seq === 0 ? nowMs : s.firstGrantMs,
+      ...(endpoint === 'runs.list' && s.listAsked !== true ? { listAsked: true } : {}),
       buckets,
       seq,
       seqByEndpoint: { ...s.seqByEndpoint, [endpoint]: endpointSeq },

@@ -131,6 +131,8 @@ export interface BudgetState {
   firstGrantMs: number;
   /** Whether a runs-list page (the one response that carries the limits) has come back yet. */
   heard: boolean;
+  /** Whether a runs-list page has been granted a turn, the one whose answer may tell the limits. */
+  listAsked?: boolean;
   /** How long a request takes from its start to its response, recently at most. */
   latencyMs: number;
   /** The longest and shortest round trips over a longer memory: how much they vary is the difference. */

@@ -58,6 +58,18 @@ describe('pacing', () => {
     expect(later.result).toMatchObject({ at: T0 + 2500 });
   });
 
+  it('lets one runs-list page go beside a first request whose answer cannot tell the limits', () => {
+    const catalog = takeSlot(initialBudgetState(), 'tools.list', T0, open);
+    const list = takeSlot(catalog.state, 'runs.list', T0 + 5, open);
+    expect(list.result).toMatchObject({ at: T0 + 5 });
+    // One page is enough to ask: the rest wait for its answer as before.
+    expect(takeSlot(list.state, 'runs.list', T0 + 10, open).result).toEqual({ wait: T0 + 60 });
+    expect(takeSlot(list.state, 'runs.get', T0 + 10, open).result).toEqual({ wait: T0 + 60 });
+    // A first request that was a runs-list page leaves no second one to go.
+    const first = takeSlot(initialBudgetState(), 'runs.list', T0, open);
+    expect(takeSlot(first.state, 'runs.list', T0 + 5, open).result).toEqual({ wait: T0 + 55 });
+  });
+
   it('spaces requests evenly under a ceiling, less the reserve', () => {
     const s = figure(started(), 1000, 1000, 1000);
     expect(slots(s, { ceilingPerSecond: 10, reserve: 0 }, 4).times).toEqual([0, 100, 200, 300]);
