@@ -31,10 +31,12 @@ export function checkPayload(payload: unknown): FetchDetailsPayload {
 
 export default async function fetchDetails(payload: unknown, ctx: JobContext): Promise<FetchDetailsResult> {
   const { ids } = checkPayload(payload);
-  // The process runs several fetch jobs at once: together they keep to the detail concurrency,
-  // so no request waits for a connection after its turn in the budget (and then starts in a bunch).
-  const perJob = Math.max(1, Math.floor(ctx.deps.settings.detailConcurrency / ctx.settings.fetchConcurrency));
-  const fetcher = new DetailFetcher(ctx.deps.api, perJob, ctx.signal);
+  // The process runs several fetch jobs at once: together they keep to what the process may have
+  // in flight, so no request waits for a connection after its turn in the budget (and then starts
+  // in a bunch).
+  const shares = ctx.settings.fetchConcurrency;
+  const perJob = Math.max(1, Math.floor(ctx.deps.settings.detailConcurrency / shares));
+  const fetcher = new DetailFetcher(ctx.deps.api, perJob, ctx.signal, shares);
   let results: DetailBatch['results'];
   try {
     results = (await fetcher.fetch(ids)).results;

@@ -3,7 +3,7 @@ import { systemClock } from '../budget/clock.ts';
 import type { BudgetClock, RateBudget } from '../budget/types.ts';
 import { apiBaseUrl } from '../config/url.ts';
 import { type Logger, silentLogger } from '../util/logger.ts';
-import { type ConcurrentFetchOptions, DEFAULT_IN_FLIGHT, fetchConcurrently, type ItemResult } from './details.ts';
+import { type ConcurrentFetchOptions, fetchConcurrently, type ItemResult } from './details.ts';
 import { type CatalogKind, type EndpointName, endpointInfo, pageBounds } from './endpoints.ts';
 import { ApiError, AuthError, InvalidRecordError, PermissionError } from './errors.ts';
 import {
@@ -16,6 +16,7 @@ import {
   type ToolListFilter,
   toolListQuery,
 } from './filters.ts';
+import { DEFAULT_IN_FLIGHT } from './in-flight.ts';
 import { Paginator } from './paginator.ts';
 import { createApiPool, type PoolOptions } from './pool.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
@@ -229,11 +230,14 @@ export class ApiClient {
   }
 
   /**
-   * Requests in flight, at least `base`, as many as the budget's pace needs at the round trips
-   * seen lately: at a fast key over a slow link, a fixed few would cap the pace below the key's.
+   * Detail fetches to keep in flight, `base` at least, as many as the pace needs at the round trips
+   * seen lately (see in-flight.ts); `shares` pools of one process drawing on it side by side each
+   * get their part.
    */
-  inFlightBound(base: number): () => number {
-    return () => this.transport.inFlightFor(base);
+  inFlightBound(base: number, shares = 1): () => number {
+    if (!(Number.isInteger(base) && base >= 1 && Number.isInteger(shares) && shares >= 1))
+      throw new RangeError('requests in flight and their shares must be positive integers');
+    return () => Math.max(base, Math.floor(this.transport.details.needed(base * shares) / shares));
   }
 
   /**

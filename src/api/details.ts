@@ -1,5 +1,6 @@
 import { setMaxListeners } from 'node:events';
 import { ApiError, AuthError, PermissionError } from './errors.ts';
+import { DEFAULT_IN_FLIGHT } from './in-flight.ts';
 
 // Fetching many records by id under one bound on requests in flight. The budget, not this bound,
 // sets the pace; the bound only keeps enough requests waiting on it. A failure that concerns one
@@ -12,24 +13,6 @@ export type FetchOne<T> = (id: string, signal: AbortSignal) => Promise<T>;
 
 /** Requests in flight at most: a number, or read afresh each time a request would start. */
 export type InFlightBound = number | (() => number);
-
-/** Requests in flight when nothing says more are needed. */
-export const DEFAULT_IN_FLIGHT = 8;
-/** Room above what the pace needs on the wire: the turns waiting on the budget hold slots too. */
-const IN_FLIGHT_HEADROOM = 1.5;
-/** Requests in flight at most however fast the pace and slow the round trips (the API pool's connections). */
-export const MAX_IN_FLIGHT = 32;
-
-/**
- * Requests in flight a pace needs (Little's law: the rate times how long each takes), never fewer
- * than `base`. With a key of 200 requests a second and round trips of 100 ms, eight in flight would
- * send 80 a second however the budget paced them.
- */
-export function inFlightFor(pacePerSecond: number | null, wireMs: number | null, base: number): number {
-  if (pacePerSecond === null || wireMs === null || !(pacePerSecond > 0) || !(wireMs > 0)) return base;
-  const needed = Math.ceil(((pacePerSecond * wireMs) / 1000) * IN_FLIGHT_HEADROOM);
-  return Math.max(base, Math.min(MAX_IN_FLIGHT, needed));
-}
 
 function stopsEverything(e: unknown): boolean {
   return e instanceof AuthError || e instanceof PermissionError || !(e instanceof ApiError);
@@ -50,8 +33,9 @@ export class FetchPool<T> {
     private readonly outer?: AbortSignal,
   ) {
     this.bound = boundOf(concurrency);
-    // Every request in flight listens on the pool's signal, waiting for its turn and on the wire.
-    setMaxListeners(4 * MAX_IN_FLIGHT, this.controller.signal);
+    // Every request in flight listens on the pool's signal, waiting for its turn and on the wire;
+    // how many there are is the bound's to say.
+    setMaxListeners(0, this.controller.signal);
     this.onOuterAbort = () => this.stop(outer?.reason);
     if (outer?.aborted) this.stop(outer.reason);
     else outer?.addEventListener('abort', this.onOuterAbort, { once: true });
@@ -94,7 +78,8 @@ export class FetchPool<T> {
   }
 
   private async slot(): Promise<void> {
-    if (this.active < this.bound()) {
+    // Callers queued first go first, also when the bound has risen since they queued.
+    if (this.waiting.length === 0 && this.active < this.bound()) {
       this.active++;
       return;
     }
@@ -114,7 +99,11 @@ export class FetchPool<T> {
 
 /** A bound checked once: a number must be a positive integer, a function is read as it goes. */
 function boundOf(concurrency: InFlightBound): () => number {
-  if (typeof concurrency === 'function') return () => Math.max(1, Math.floor(concurrency()));
+  if (typeof concurrency === 'function')
+    return () => {
+      const n = Math.floor(concurrency());
+      return Number.isFinite(n) && n >= 1 ? n : 1;
+    };
   if (!Number.isInteger(concurrency) || concurrency < 1) throw new RangeError('concurrency must be a positive integer');
   return () => concurrency;
 }

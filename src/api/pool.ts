@@ -1,11 +1,11 @@
 import { Pool } from 'undici';
-import { MAX_IN_FLIGHT } from './details.ts';
+import { MAX_IN_FLIGHT } from './in-flight.ts';
 
 // One keep-alive connection pool per API origin: bounded connections so concurrency cannot run
 // away, and timeouts on every phase so a stalled server costs a retry, not a hung sync.
 
 export interface PoolOptions {
-  /** Connections at most; default: the most detail fetches in flight, and room for list pages beside them. */
+  /** Connections at most; default: the most detail fetches a process keeps in flight, and room for list pages. */
   connections?: number;
   /** Idle time a kept-alive connection is held; default 30 s. */
   keepAliveMs?: number;

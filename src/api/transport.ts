@@ -2,9 +2,9 @@ import type { Dispatcher } from 'undici';
 import { header } from '../budget/headers.ts';
 import type { BudgetClock, HeaderMap, RateBudget } from '../budget/types.ts';
 import { type Logger, redactText } from '../util/logger.ts';
-import { inFlightFor } from './details.ts';
 import type { EndpointName } from './endpoints.ts';
 import { encodeQuery, type QueryPair } from './filters.ts';
+import { InFlightGauge } from './in-flight.ts';
 import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy } from './retry.ts';
 
 // Sends one GET through the budget, the pool and the retry policy: the only code that does HTTP.
@@ -52,27 +52,16 @@ export interface GetResult {
 export class ApiTransport {
   readonly stats: ApiStats = { requests: 0, byStatus: {}, retries: 0, rateLimited: 0, invalidRecords: 0 };
   private readonly secrets: string[];
-  /** The pace of the budget's latest turn, and how long answers lately took from sending. */
-  private pace: number | null = null;
-  private wireMs: number | null = null;
+  /** What detail fetches have seen, for how many to keep in flight. */
+  readonly details: InFlightGauge;
 
   constructor(private readonly o: TransportOptions) {
     this.secrets = [o.apiKey];
+    this.details = new InFlightGauge(() => o.clock.now());
   }
 
   redact(text: string): string {
     return redactText(text, this.secrets);
-  }
-
-  /** Requests in flight the budget's pace needs at the round trips seen lately; `base` at least. */
-  inFlightFor(base: number): number {
-    return inFlightFor(this.pace, this.wireMs, base);
-  }
-
-  /** Follows a slower answer quickly and a quicker one slowly: too few in flight costs the pace. */
-  private noteWire(ms: number): void {
-    const old = this.wireMs ?? ms;
-    this.wireMs = old + (ms - old) * (ms > old ? 0.25 : 0.05);
   }
 
   async get(req: GetRequest): Promise<GetResult> {
@@ -85,10 +74,11 @@ export class ApiTransport {
       const grant = await budget.acquire(req.endpoint, req.signal);
       if (grant.probe) this.probe();
       attempts++;
-      this.pace = grant.paced ?? null;
+      const detail = req.endpoint === 'runs.get';
+      if (detail) this.details.granted(grant.paced ?? null);
       const sentAt = this.o.clock.now();
       const outcome = await this.send(fullPath, req.signal);
-      if (outcome.kind === 'response') this.noteWire(this.o.clock.now() - sentAt);
+      if (detail && outcome.kind === 'response') this.details.answered(this.o.clock.now() - sentAt);
       const status = outcome.kind === 'response' ? outcome.status : 0;
       this.stats.requests++;
       this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;

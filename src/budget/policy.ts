@@ -114,6 +114,8 @@ export function unsent(
       ...s.unsentEndpointSeqs,
       [endpoint]: [...(s.unsentEndpointSeqs?.[endpoint] ?? []), endpointSeq].slice(-UNSENT_KEPT),
     },
+    // The runs-list page asked for the first figure did not go: the next one may.
+    ...(endpoint === 'runs.list' && !s.heard ? { listAsked: false } : {}),
   };
 }
 

@@ -153,8 +153,9 @@ export class SharedRateBudget implements RateBudget {
     if (!obs) {
       await this.noteLatency(grant);
       // Only a runs-list page carries the limits (as the spec has it); once one came back without
-      // them, none will tell, and requests stop waiting for one.
-      if (this.heard || endpoint !== 'runs.list') return;
+      // them, none will tell, and requests stop waiting for one. A refusal without them says only
+      // to wait, not that the volley may go.
+      if (this.heard || endpoint !== 'runs.list' || status === 429) return;
       await this.store.update((s) => ({ state: s.heard ? s : { ...s, heard: true }, result: undefined }));
       this.heard = true;
       return;

@@ -37,8 +37,12 @@ export function detailSource(deps: {
 export class DetailFetcher implements DetailSource {
   private readonly pool: FetchPool<RunDetail>;
 
-  constructor(api: ApiClient, concurrency: number, signal: AbortSignal) {
-    this.pool = new FetchPool((id, s) => api.getRun(id, { signal: s }), api.inFlightBound(concurrency), signal);
+  /**
+   * `concurrency` in flight at least, more when the pace needs them; `shares` fetchers of the
+   * process side by side split what it needs.
+   */
+  constructor(api: ApiClient, concurrency: number, signal: AbortSignal, shares = 1) {
+    this.pool = new FetchPool((id, s) => api.getRun(id, { signal: s }), api.inFlightBound(concurrency, shares), signal);
   }
 
   async fetch(ids: readonly string[]): Promise<DetailBatch> {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inFlightFor, MAX_IN_FLIGHT } from '../../src/api/details.ts';
+import { InFlightGauge, inFlightFor, MAX_IN_FLIGHT } from '../../src/api/in-flight.ts';
 import { AuthError, FetchPool, fetchConcurrently, NotFoundError } from '../../src/api/index.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { collect, failure, makeClient, startSim, type TestClient } from './test-kit.ts';
@@ -93,6 +93,32 @@ describe('requests in flight for a pace', () => {
     // 200 a second at 100 ms: 20 on the wire, and room for those waiting on their turn.
     expect(inFlightFor(200, 100, 8)).toBe(30);
     expect(inFlightFor(200, 400, 8)).toBe(MAX_IN_FLIGHT);
+  });
+
+  it("sizes for the budget's pace or twice the rate answers came back lately, whichever is less", () => {
+    let now = 0;
+    const gauge = new InFlightGauge(() => now);
+    // Nothing paces us yet: the base, whatever came back.
+    for (let i = 0; i < 50; i++) gauge.answered(100);
+    expect(gauge.needed(8)).toBe(8);
+    // 200 a second granted, 100 ms a round trip, and 8 in flight answering 80 a second: twice that
+    // is sized for (24), not the whole pace (30), which a share of a key used by others would overshoot.
+    gauge.granted(200);
+    now = 5_000;
+    for (let i = 0; i < 80; i++) {
+      now += 12;
+      gauge.answered(100);
+    }
+    expect(gauge.needed(8)).toBe(24);
+    // One answer after a stall moves the round trip read by a step (100 to 175 ms), not to the
+    // stall: at 20 a second, 6 in flight rather than all there may be.
+    gauge.answered(10_000);
+    gauge.granted(20);
+    expect(gauge.needed(1)).toBe(6);
+    gauge.granted(200);
+    // A second later with nothing answered, the process's own rate says nothing needs more.
+    now += 1_500;
+    expect(gauge.needed(8)).toBe(8);
   });
 
   it('lets more requests start as soon as a bound read as it goes rises', async () => {

@@ -8,8 +8,10 @@ import {
   pauseUntil,
   readRateHeaders,
   reserveCount,
+  type Slot,
   takeSlot,
 } from '../../src/budget/index.ts';
+import { unsent } from '../../src/budget/policy.ts';
 
 // The budget's decisions as pure functions: when the next request may start, what a response's
 // headers teach, and how a share is kept for the key's other users.
@@ -65,6 +67,9 @@ describe('pacing', () => {
     // One page is enough to ask: the rest wait for its answer as before.
     expect(takeSlot(list.state, 'runs.list', T0 + 10, open).result).toEqual({ wait: T0 + 60 });
     expect(takeSlot(list.state, 'runs.get', T0 + 10, open).result).toEqual({ wait: T0 + 60 });
+    // A page whose turn was given up (woken late) leaves the next one to ask.
+    const retried = takeSlot(unsent(list.state, 'runs.list', list.result as Slot), 'runs.list', T0 + 10, open);
+    expect(retried.result).toMatchObject({ at: T0 + 10 });
     // A first request that was a runs-list page leaves no second one to go.
     const first = takeSlot(initialBudgetState(), 'runs.list', T0, open);
     expect(takeSlot(first.state, 'runs.list', T0 + 5, open).result).toEqual({ wait: T0 + 55 });
