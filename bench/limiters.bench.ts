@@ -10,8 +10,8 @@ import { type Burst, burst, rateLimitedSimulator } from './rate-kit.ts';
 // The rate budget against every limiter the simulator runs, at R = 5, 20, 50 and 200 requests per
 // second per key, from one worker and from three sharing the budget in Redis: each fetches its
 // share of run details with as many in flight as the pace needs (eight at least, as a sync does),
-// starting cold (nothing learned). The budget keeps no
-// reserve here, so the goal is the key's whole rate:
+// starting cold (nothing learned). The budget keeps no reserve here, so the goal is the key's
+// whole rate:
 // - wall ÷ (requests ÷ R): 1.00 is every request at the key's rate; below 1 means the bucket's
 //   first burst paid for part of it;
 // - 429 share, and the busiest aligned second of detail fetches against R.

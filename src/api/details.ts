@@ -41,6 +41,11 @@ export class FetchPool<T> {
     else outer?.addEventListener('abort', this.onOuterAbort, { once: true });
   }
 
+  /** Requests it lets be in flight now. */
+  get limit(): number {
+    return this.bound();
+  }
+
   /** Why the pool stopped (a failure that concerns every item, or the caller's abort); null while it runs. */
   get failure(): unknown {
     return this.stopped;
@@ -124,10 +129,9 @@ export async function* fetchConcurrently<T>(
   get: FetchOne<T>,
   options: ConcurrentFetchOptions = {},
 ): AsyncGenerator<ItemResult<T>> {
-  const concurrency = boundOf(options.concurrency ?? DEFAULT_IN_FLIGHT);
   const outer = options.signal;
   if (outer?.aborted) throw outer.reason;
-  const pool = new FetchPool(get, concurrency, outer);
+  const pool = new FetchPool(get, options.concurrency ?? DEFAULT_IN_FLIGHT, outer);
   const source: Iterator<string> | AsyncIterator<string> =
     Symbol.asyncIterator in ids ? ids[Symbol.asyncIterator]() : (ids as Iterable<string>)[Symbol.iterator]();
   const inflight = new Map<number, Promise<[number, ItemResult<T>]>>();
@@ -135,7 +139,7 @@ export async function* fetchConcurrently<T>(
   let exhausted = false;
   try {
     for (;;) {
-      while (!exhausted && inflight.size < concurrency() && pool.failure === null) {
+      while (!exhausted && inflight.size < pool.limit && pool.failure === null) {
         const next = await source.next();
         if (next.done) exhausted = true;
         else {
