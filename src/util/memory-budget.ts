@@ -59,6 +59,12 @@ export interface MemoryBudget {
    * through a checkpoint of a few seconds at the rates an API key allows.
    */
   readonly bufferedPages: number;
+  /**
+   * DuckDB's allocator_flush_threshold: how much a DuckDB thread may keep of what it freed once a
+   * task is done. DuckDB's default of 128MB let a checkpoint's merges of one table after another
+   * pile up freed memory beside the budget.
+   */
+  readonly allocatorFlushThreshold: string;
 }
 
 /** `400MB`, `1.5GB`, `512MiB` or a plain number of bytes; null when unreadable. */
@@ -89,6 +95,7 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     heapMb: Math.max(64, Math.floor((bytes * 0.45) / (1024 * 1024))),
     semiSpaceMb: clamp(Math.round(4 * scale), 1, 16),
     bufferedPages: clamp(Math.round(2 * scale), 2, 32),
+    allocatorFlushThreshold: mb(bytes * 0.04),
   };
 }
 

@@ -81,8 +81,16 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // checkpoints after nearly every batch. Closing the warehouse checkpoints anyway. The memory
   // limit keeps a long-running worker's footprint flat however large the warehouse grows
   // (DuckDB's own default is 80% of RAM); DuckDB spills beyond it.
+  //
+  // DuckDB's allocator keeps what its threads freed, up to allocator_flush_threshold a thread, and
+  // hands it back to the system only when told: a checkpoint merges and compresses one table after
+  // another, and what each freed stayed resident through the rest. A threshold from the budget and
+  // the allocator's background threads, which return freed pages as they age, keep the process
+  // near what DuckDB holds.
   const config: Record<string, string> = {
     checkpoint_threshold: CHECKPOINT_THRESHOLD,
+    allocator_flush_threshold: budget.allocatorFlushThreshold,
+    allocator_background_threads: 'true',
     memory_limit: options.memoryLimit ?? budget.duckdbMemoryLimit,
     ...options.duckdb,
     access_mode: readOnly ? 'READ_ONLY' : 'READ_WRITE',
@@ -168,14 +176,13 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     await current.run(`SET TimeZone = 'UTC'`);
   };
 
-  // The checkpoint of a pass's whole log, with the open-run set's index rewritten, can need more
-  // than loading's limit, and a checkpoint that runs out of memory leaves DuckDB unusable until
-  // the file is opened again: it gets the export's share from the start (JavaScript waits on it).
-  // A batch's unit, whose log is bounded by KEEP_LOG_MAX and one batch, checkpoints within
-  // loading's limit: the next batches stream in meanwhile, and both at once would pass the budget.
-  // A log twice that size (a checkpoint failed before it) gets the larger share too. One that still
-  // fails leaves the log to the next opener, which replays it; the close must not try it once more
-  // on its way out, since a checkpoint failed there left a log that could no longer be replayed.
+  // A log is bounded by KEEP_LOG_MAX and one batch (a pass's batches checkpoint as it fills), and
+  // is checkpointed within loading's limit, the pass's last unit's too: the export's share there
+  // was what the first sync of a million runs peaked on. A log twice that size (a checkpoint failed
+  // before it) gets the export's share: a checkpoint that runs out of memory leaves DuckDB unusable
+  // until the file is opened again. One that still fails leaves the log to the next opener, which
+  // replays it; the close must not try it once more on its way out, since a checkpoint failed there
+  // left a log that could no longer be replayed.
   // The limit goes back with the release that follows (releaseFreed).
   //
   // A table read from the file takes its next rows into a row group of their own, and a checkpoint
@@ -311,7 +318,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
           // Closing checkpoints the write-ahead log into the file, synchronously, on the JavaScript
           // thread; done here first, it runs on DuckDB's threads and the process keeps answering
           // (its requests keep their pace) meanwhile.
-          const ample = !options.keepLog || log >= 2 * KEEP_LOG_MAX;
+          const ample = log >= 2 * KEEP_LOG_MAX;
           const merge = options.mergeRowGroups !== false;
           const done = await checkpoint(ample, merge);
           if (!done) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);

@@ -76,15 +76,20 @@ describe('memory budget', () => {
     expect(allocatorEnv({ MALLOC_ARENA_MAX: '4' })).toEqual({});
   });
 
-  it("reaches DuckDB's memory_limit and threads when the warehouse opens", async () => {
+  it("reaches DuckDB's memory_limit, threads and allocator when the warehouse opens", async () => {
     const dir = tempDir();
     const wh = await openWarehouse(dir, { budget: memoryBudget(1000 * MB, 4) });
     try {
-      const [s] = await wh.all<{ m: string; t: bigint }>(
-        `SELECT current_setting('memory_limit') AS m, current_setting('threads') AS t`,
+      const [s] = await wh.all<{ m: string; t: bigint; f: string; bg: boolean }>(
+        `SELECT current_setting('memory_limit') AS m, current_setting('threads') AS t,
+                current_setting('allocator_flush_threshold') AS f,
+                current_setting('allocator_background_threads') AS bg`,
       );
       expect(Math.abs(sizeBytes(s?.m as string) - 160 * MB)).toBeLessThan(MB);
       expect(Number(s?.t)).toBe(3);
+      // DuckDB's own default keeps 128MB a thread: 4% of the budget here.
+      expect(Math.abs(sizeBytes(s?.f as string) - 40 * MB)).toBeLessThan(MB);
+      expect(s?.bg).toBe(true);
       expect(wh.exportThreads).toBe(2);
     } finally {
       await wh.close();
