@@ -1,16 +1,11 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { writeHeapSnapshot } from 'node:v8';
-import { Queue } from 'bullmq';
-import { JOBS } from '../jobs/index.ts';
 import { loadConfig } from '../src/config/index.ts';
 import { runBackfill } from '../src/sync/backfill.ts';
 import { createEngine, runPass } from '../src/sync/index.ts';
 import { limitHeapGrowth } from '../src/util/heap-growth.ts';
 import { createLogger } from '../src/util/logger.ts';
 import { MICROS_PER_HOUR, type Micros } from '../src/util/timestamp.ts';
-import { workerSettings } from '../src/worker/config.ts';
-import { FETCH_QUEUE, WRITE_QUEUE } from '../src/worker/job-context.ts';
-import { startWorker } from '../src/worker/main.ts';
 
 // One command of the scale bench in a fresh process, as `runsync sync` or `runsync backfill` runs
 // it (compiled, V8's heap capped and its growth limited as the CLI does), but on the simulator's
@@ -22,7 +17,9 @@ import { startWorker } from '../src/worker/main.ts';
 //   node dist/bench/scale-child.js worker <warehouse> <sim url> <key> <now µs> <start date>
 //
 // `worker` starts the BullMQ worker (REDIS_URL, queues under a prefix of its own) with its pass at
-// start, waits for that pass to be done, and stops the worker.
+// start, waits for that pass to be done, and stops the worker. Only `worker` loads the worker's
+// modules (BullMQ, the jobs), as only `runsync worker` does: loaded by every command, they added
+// some 20 MB to the RSS of those that never use them.
 
 limitHeapGrowth();
 const [command, dir, url, key, nowArg, startDate, fromArg, toArg] = process.argv.slice(2) as string[];
@@ -92,6 +89,13 @@ const wallMs = performance.now() - t0;
 
 /** The worker's pass at start, run as `runsync worker` runs it; the runs it listed and fetched. */
 async function workerPass(): Promise<Record<string, number>> {
+  const [{ Queue }, { JOBS }, { workerSettings }, { FETCH_QUEUE, WRITE_QUEUE }, { startWorker }] = await Promise.all([
+    import('bullmq'),
+    import('../jobs/index.ts'),
+    import('../src/worker/config.ts'),
+    import('../src/worker/job-context.ts'),
+    import('../src/worker/main.ts'),
+  ]);
   const env = { ...process.env, RUNSYNC_QUEUE_PREFIX: `bench-scale-${process.pid}`, RUNSYNC_PASS_AT_START: 'on' };
   const settings = workerSettings(env, dir as string);
   const worker = await startWorker({ config, jobs: JOBS, settings, logger, engine: { now } });

@@ -1,8 +1,8 @@
 import type { ShareGroup } from '../util/file-share.ts';
 import type { Logger } from '../util/logger.ts';
 import { LocalStore } from './local.ts';
-import { S3Store } from './s3.ts';
-import type { ObjectStore, S3Settings, StorageLocation } from './types.ts';
+import type { S3StoreOptions } from './s3.ts';
+import { checkKey, type ObjectStore, type S3Settings, type StorageLocation, s3Url } from './types.ts';
 
 // The store a configured location names. Each caller opens its own and closes it when done: an
 // S3 store holds a connection pool.
@@ -17,7 +17,7 @@ export interface OpenStoreOptions {
 
 export function openStore(location: StorageLocation, s3: S3Settings, o: OpenStoreOptions): ObjectStore {
   if (location.kind === 'folder') return new LocalStore(location.dir, { share: o.share ?? null });
-  return new S3Store({
+  return lazyS3Store({
     ...s3,
     bucket: location.bucket,
     prefix: location.prefix,
@@ -26,8 +26,31 @@ export function openStore(location: StorageLocation, s3: S3Settings, o: OpenStor
   });
 }
 
+/**
+ * An S3 store whose SDK is loaded by its first request: loaded at start, the SDK took some 10 MB of
+ * every command's memory, also of those whose warehouse and Parquet tree are folders.
+ */
+function lazyS3Store(options: S3StoreOptions): ObjectStore {
+  let loaded: Promise<ObjectStore> | null = null;
+  const store = () => {
+    loaded ??= import('./s3.ts').then((m) => new m.S3Store(options));
+    return loaded;
+  };
+  const url = s3Url(options.bucket, options.prefix);
+  return {
+    url,
+    urlOf: (key) => `${url}/${checkKey(key)}`,
+    put: async (key, body) => (await store()).put(key, body),
+    get: async (key) => (await store()).get(key),
+    list: async (prefix) => (await store()).list(prefix),
+    delete: async (keys) => (await store()).delete(keys),
+    copy: async (from, to) => (await store()).copy(from, to),
+    close: async () => {
+      if (loaded) await (await loaded).close();
+    },
+  };
+}
+
 export function describeLocation(location: StorageLocation): string {
-  return location.kind === 'folder'
-    ? location.dir
-    : `s3://${location.bucket}${location.prefix ? `/${location.prefix}` : ''}`;
+  return location.kind === 'folder' ? location.dir : s3Url(location.bucket, location.prefix);
 }

@@ -15,7 +15,7 @@ import { readCredentialsFile } from './credentials.ts';
 import type { StorageOp } from './errors.ts';
 import { DEFAULT_RETRY, type RetryPolicy, withRetry } from './retry.ts';
 import { fromS3Error } from './s3-errors.ts';
-import { type Body, checkKey, type ObjectStore, type StoredObject } from './types.ts';
+import { type Body, checkKey, type ObjectStore, type StoredObject, s3Url } from './types.ts';
 
 // A store under an S3 prefix (AWS, or anything speaking its API: MinIO, R2, GCS's XML API), through
 // the official SDK. The SDK's own retries are off: every request goes through withRetry, so that
@@ -55,7 +55,7 @@ export class S3Store implements ObjectStore {
 
   constructor(private readonly o: S3StoreOptions) {
     this.root = o.prefix ? `${o.prefix}/` : '';
-    this.url = `s3://${o.bucket}${o.prefix ? `/${o.prefix}` : ''}`;
+    this.url = s3Url(o.bucket, o.prefix);
     this.logger = o.logger ?? silentLogger();
     this.client = this.makeClient();
   }

@@ -40,6 +40,11 @@ export function checkKey(key: string): string {
   return key;
 }
 
+/** A bucket's prefix as a reader names it: s3://bucket/prefix, or s3://bucket for its root. */
+export function s3Url(bucket: string, prefix: string): string {
+  return `s3://${bucket}${prefix ? `/${prefix}` : ''}`;
+}
+
 /** Where a store lives, as configured: a local folder, or a bucket and a prefix in it. */
 export type StorageLocation = { kind: 'folder'; dir: string } | { kind: 's3'; bucket: string; prefix: string };
 
