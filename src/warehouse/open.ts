@@ -161,16 +161,11 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     logger.warn({ file, error }, 'a commit failed; the warehouse was opened afresh');
   };
 
-  const openAfresh = async () => {
+  const openAfresh = async (limit = memoryLimit) => {
     connection.closeSync();
     instance.closeSync();
-    instance = await createInstance(
-      file,
-      { ...config, memory_limit: memoryLimit },
-      RENEW_WAIT_MS,
-      undefined,
-      undefined,
-    );
+    memoryLimit = limit;
+    instance = await createInstance(file, { ...config, memory_limit: limit }, RENEW_WAIT_MS, undefined, undefined);
     connection = await instance.connect();
     current = sqlRunner(connection);
     await current.run(`SET TimeZone = 'UTC'`);
@@ -190,18 +185,24 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // checkpoint rewrote the last row group of every table, up to a full one, however few rows it
   // added. `merge: false` holds DuckDB's merging (its vacuum tasks) for one checkpoint, which then
   // writes only what the log added; a later one merges the small row groups that leaves in one go.
-  const checkpoint = async (ample: boolean, merge: boolean): Promise<boolean> => {
+  // `retry`: a failure for want of memory is told to the caller, which tries again, rather than
+  // logged as final.
+  const checkpoint = async (ample: boolean, merge: boolean, retry: boolean): Promise<CheckpointOutcome> => {
     const limit = memoryLimit;
     const raise = ample && (parseMemorySize(budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
     try {
       if (raise) await setMemoryLimit(budget.exportMemoryLimit);
       if (!merge) await db.run('SET max_vacuum_tasks = 0');
       await db.run('CHECKPOINT');
-      return true;
+      return 'done';
     } catch (e) {
       const error = firstLineOf(e);
+      if (retry && SHORT_OF_MEMORY.test(error)) {
+        logger.debug({ file, error }, "a checkpoint did not fit loading's memory limit; trying it with more");
+        return 'short of memory';
+      }
       logger.warn({ file, error }, 'the write-ahead log was not checkpointed; the next open replays it');
-      return false;
+      return 'failed';
     } finally {
       memoryLimit = limit;
       if (!merge) await db.run('RESET max_vacuum_tasks').catch(() => undefined);
@@ -320,9 +321,22 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
           // (its requests keep their pace) meanwhile.
           const ample = log >= 2 * KEEP_LOG_MAX;
           const merge = options.mergeRowGroups !== false;
-          const done = await checkpoint(ample, merge);
-          if (!done) await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
-          checkpointed = done && log > 0;
+          let done = await checkpoint(ample, merge, !ample);
+          // Some checkpoints need more than loading's limit whatever their log's size: a pass's
+          // last one folds in the open-run set rewritten, which at a million runs did not fit. The
+          // failed checkpoint left DuckDB unusable; the file is opened afresh with the export's
+          // share, replays the log, and the checkpoint is tried once more.
+          if (done === 'short of memory' && lanes === 0) {
+            done = await openAfresh(budget.exportMemoryLimit).then(
+              () => checkpoint(true, merge, false),
+              (e: unknown) => {
+                logger.warn({ file, error: firstLineOf(e) }, 'the warehouse could not be opened again to checkpoint');
+                return 'failed' as const;
+              },
+            );
+          }
+          if (done !== 'done') await db.run('PRAGMA disable_checkpoint_on_shutdown').catch(() => undefined);
+          checkpointed = done === 'done' && log > 0;
           await releaseFreed();
         }
       }
@@ -332,6 +346,10 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     },
   };
 }
+
+type CheckpointOutcome = 'done' | 'short of memory' | 'failed';
+// DuckDB's words when a block fits neither its memory limit nor its temporary files.
+const SHORT_OF_MEMORY = /out of memory|failed to pin block|failed to offload/i;
 
 async function createInstance(
   file: string,

@@ -73,6 +73,22 @@ describe('units that keep the write-ahead log', () => {
     expect(scratch).toEqual([]);
   });
 
+  it("try a closing checkpoint that does not fit loading's limit once more with the export's", async () => {
+    const lines: { msg: string }[] = [];
+    const logger = createLogger({ level: 'warn', destination: { write: (l: string) => lines.push(JSON.parse(l)) } });
+    await withWarehouse(dir, {}, async () => undefined);
+    const wh = await openWarehouse(dir, { logger });
+    await loadRunDetails(wh, simDetails(9, 400));
+    // What DuckDB holds and no more, and nowhere to spill: no room for a checkpoint's work.
+    const [held] = await wh.all<{ bytes: bigint }>('SELECT sum(memory_usage_bytes) AS bytes FROM duckdb_memory()');
+    await wh.run(`SET max_temp_directory_size = '0B'`);
+    await wh.setMemoryLimit(`${Number(held?.bytes ?? 0)}B`);
+    expect(await wh.close()).toBe(true);
+    expect(lines).toEqual([]);
+    expect(walBytes()).toBe(0);
+    expect(await runCount()).toBe(400);
+  });
+
   it('checkpoint a long pass without rewriting the rows stored before them, and merge them every so often', async () => {
     const gate = new WarehouseGate({ dir, logger: silentLogger() });
     const rowGroups = () =>
