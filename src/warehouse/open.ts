@@ -175,9 +175,11 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   // is checkpointed within loading's limit, the pass's last unit's too: the export's share there
   // was what the first sync of a million runs peaked on. A log twice that size (a checkpoint failed
   // before it) gets the export's share: a checkpoint that runs out of memory leaves DuckDB unusable
-  // until the file is opened again. One that still fails leaves the log to the next opener, which
-  // replays it; the close must not try it once more on its way out, since a checkpoint failed there
-  // left a log that could no longer be replayed.
+  // until the file is opened again. So one that runs out within loading's limit is tried once
+  // more, with the export's share, on the file opened afresh (close). One that still fails leaves
+  // the log to the next opener, which replays it; the close must not try it once more on the
+  // instance it failed on, since a checkpoint failed there left a log that could no longer be
+  // replayed.
   // The limit goes back with the release that follows (releaseFreed).
   //
   // A table read from the file takes its next rows into a row group of their own, and a checkpoint
@@ -321,12 +323,12 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
           // (its requests keep their pace) meanwhile.
           const ample = log >= 2 * KEEP_LOG_MAX;
           const merge = options.mergeRowGroups !== false;
-          let done = await checkpoint(ample, merge, !ample);
+          let done = await checkpoint(ample, merge, !ample && lanes === 0);
           // Some checkpoints need more than loading's limit whatever their log's size: a pass's
           // last one folds in the open-run set rewritten, which at a million runs did not fit. The
           // failed checkpoint left DuckDB unusable; the file is opened afresh with the export's
           // share, replays the log, and the checkpoint is tried once more.
-          if (done === 'short of memory' && lanes === 0) {
+          if (done === 'short of memory') {
             done = await openAfresh(budget.exportMemoryLimit).then(
               () => checkpoint(true, merge, false),
               (e: unknown) => {
