@@ -16,6 +16,7 @@ import {
   WarehouseSchemaError,
 } from './errors.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
+import { isCheckpointShortOfMemory } from './out-of-memory.ts';
 import { readResources } from './schema.ts';
 import { quoteLiteral, sqlRunner } from './sql.ts';
 import { DB_FILE, type SqlRunner, type Warehouse, type WarehouseOptions } from './types.ts';
@@ -199,7 +200,7 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
       return 'done';
     } catch (e) {
       const error = firstLineOf(e);
-      if (retry && SHORT_OF_MEMORY.test(error)) {
+      if (retry && isCheckpointShortOfMemory(error)) {
         logger.debug({ file, error }, "a checkpoint did not fit loading's memory limit; trying it with more");
         return 'short of memory';
       }
@@ -350,8 +351,6 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
 }
 
 type CheckpointOutcome = 'done' | 'short of memory' | 'failed';
-// DuckDB's words when a block fits neither its memory limit nor its temporary files.
-const SHORT_OF_MEMORY = /out of memory|failed to pin block|failed to offload/i;
 
 async function createInstance(
   file: string,

@@ -17,6 +17,14 @@ export function isOutOfMemory(e: unknown): boolean {
 }
 
 /**
+ * A checkpoint DuckDB gave up for want of memory: a block that fit neither its memory limit nor its
+ * temporary files. DuckDB words it inside a FATAL error rather than as an Out of Memory Error.
+ */
+export function isCheckpointShortOfMemory(message: string): boolean {
+  return /out of memory|failed to pin block|failed to offload/i.test(message);
+}
+
+/**
  * Runs `work` in a transaction; one that runs out of memory, or whose commit DuckDB refuses, is
  * said in the log (`fields`, `what`) and run again, once, with OUTSIZED_MEMORY_LIMIT. The commit
  * needs that room too (it writes the work to the log), so the limit is restored after it.
