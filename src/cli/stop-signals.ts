@@ -8,6 +8,11 @@ import { processAlive } from '../util/process-alive.ts';
 // gone by then, so the system's default action applies even while JavaScript is blocked (as
 // process 1 of a container, where the default action does nothing, a handler exits instead).
 //
+// One stop often arrives more than once: a supervisor or a terminal signals the whole process
+// group (systemd's KillMode=control-group, Ctrl-C), so the command gets it both directly and from
+// the launcher (bin/runsync.js) that passes signals on. Signals within SAME_STOP_MS of the first
+// are that same stop; only one sent later, on purpose, is a second.
+//
 // Started through npm (`npx runsync …`, `npm start -- …`), the signal a supervisor sends reaches
 // npm, which passes it to the shell it started, not to node: the shell dies and node would run on
 // as an orphan. So a process started by npm also stops, as on SIGTERM, when the npm process above
@@ -33,6 +38,8 @@ export interface StopHandling {
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 const SIGNAL_NUMBER: Record<(typeof SIGNALS)[number], number> = { SIGTERM: 15, SIGINT: 2 };
 const WATCH_EVERY_MS = 1000;
+/** How long after the first stop signal another one is taken as the same delivery. */
+export const SAME_STOP_MS = 1000;
 
 export function handleStopSignals(o: StopOptions): StopHandling {
   let requested = false;
@@ -41,12 +48,19 @@ export function handleStopSignals(o: StopOptions): StopHandling {
   const immediate = (signal: (typeof SIGNALS)[number]) => () => o.exit(128 + SIGNAL_NUMBER[signal]);
   const afterFirst = SIGNALS.map((s) => [s, immediate(s)] as const);
 
+  let echoes: NodeJS.Timeout | null = null;
+  const echo = () => undefined;
   const stop = (why: string) => {
     if (requested) return;
     requested = true;
     for (const [s, h] of handlers) process.off(s, h);
     if (watch) clearInterval(watch);
-    if (process.pid === 1) for (const [s, h] of afterFirst) process.once(s, h);
+    for (const s of SIGNALS) process.on(s, echo);
+    echoes = setTimeout(() => {
+      for (const s of SIGNALS) process.off(s, echo);
+      if (process.pid === 1) for (const [s, h] of afterFirst) process.once(s, h);
+    }, SAME_STOP_MS);
+    echoes.unref();
     const seconds = Math.round(o.graceMs / 100) / 10;
     o.notice(`runsync: ${why}; stopping within ${seconds} s (RUNSYNC_SHUTDOWN_GRACE); a second signal stops at once`);
     // Before the grace ends, by enough that a busy machine (the timer late, the exit itself slow)
@@ -81,6 +95,8 @@ export function handleStopSignals(o: StopOptions): StopHandling {
     dispose() {
       for (const [s, h] of handlers) process.off(s, h);
       for (const [s, h] of afterFirst) process.off(s, h);
+      if (echoes) clearTimeout(echoes);
+      for (const s of SIGNALS) process.off(s, echo);
       // The deadline stays: a command that returned after a stop must still be gone in time.
       if (watch) clearInterval(watch);
     },

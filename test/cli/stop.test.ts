@@ -5,6 +5,7 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { SAME_STOP_MS } from '../../src/cli/stop-signals.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { ROOT } from '../support/cli.ts';
 import { startSim } from '../sync/kit.ts';
@@ -225,8 +226,9 @@ describe('a stop that always stops', () => {
     redis.kill('SIGTERM');
     await until(() => /redis is unreachable/.test(w.output()), 30_000, w.output);
     w.child.kill('SIGTERM');
+    // A signal this soon after the first would be the same stop, delivered twice.
     await until(() => /worker stopping/.test(w.output()), 10_000, w.output);
-    await new Promise((r) => setTimeout(r, 1000));
+    await new Promise((r) => setTimeout(r, SAME_STOP_MS + 500));
     // bin/runsync.js, waiting, and the command it started again with V8's heap ceiling: both alive.
     const both = processesOf(w.prefix);
     expect(both).toHaveLength(2);
@@ -241,4 +243,84 @@ describe('a stop that always stops', () => {
     expect(await exited).toBe('SIGTERM');
     expect(Date.now() - t0).toBeLessThan(1000);
   });
+});
+
+// Two workers under one parent, as a supervisor runs them, and one signal to the whole process
+// group (systemd's KillMode=control-group, a terminal's Ctrl-C): each worker gets it directly and
+// from its launcher too, and must take the two as one graceful stop.
+const PARENT = `
+const { spawn } = require('node:child_process');
+const [bin, n] = process.argv.slice(1);
+process.on('SIGTERM', () => undefined);
+process.on('SIGINT', () => undefined);
+let left = Number(n);
+for (let i = 0; i < left; i++) {
+  const w = spawn(process.execPath, [bin, 'worker'], { stdio: ['ignore', 'inherit', 'inherit'] });
+  w.on('exit', (code, signal) => {
+    process.stdout.write('worker exited code=' + code + ' signal=' + signal + '\\n');
+    if (--left === 0) process.exit(0);
+  });
+}`;
+
+describe('one signal to the process group of two workers', () => {
+  const dirs: string[] = [];
+  let sim: Simulator;
+  beforeAll(async () => {
+    sim = await startSim({ seed: 92, size: 300, days: 5 });
+  });
+  afterAll(async () => {
+    await sim?.close();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  it.each(['SIGTERM', 'SIGINT'] as const)(
+    '%s: both stop gracefully and exit 0 within the grace',
+    {
+      timeout: 120_000,
+    },
+    async (signal) => {
+      const dir = mkdtempSync(join(tmpdir(), 'runsync-group-'));
+      dirs.push(dir);
+      const env: Record<string, string> = {
+        ...baseEnv(sim.url, sim.key, dir),
+        npm_lifecycle_event: '',
+        npm_execpath: '',
+      };
+      const parent = spawn(process.execPath, ['-e', PARENT, BIN, '2'], {
+        cwd: ROOT,
+        env: { ...process.env, NO_COLOR: '1', LOG_LEVEL: 'info', ...env },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
+      let out = '';
+      parent.stdout?.on('data', (d) => (out += d));
+      parent.stderr?.on('data', (d) => (out += d));
+      try {
+        await until(
+          () => (out.match(/worker running/g) ?? []).length >= 2,
+          60_000,
+          () => out,
+        );
+        await until(
+          () => processesOf(env.RUNSYNC_QUEUE_PREFIX as string).length === 5,
+          10_000,
+          () => out,
+        );
+        const t0 = Date.now();
+        process.kill(-(parent.pid as number), signal);
+        await until(
+          () => /exited[^]*exited/.test(out),
+          GRACE_MS + 5000,
+          () => out.slice(-3000),
+        );
+        expect(Date.now() - t0).toBeLessThan(GRACE_MS);
+        expect(out.match(/worker exited code=0 signal=null/g), out.slice(-3000)).toHaveLength(2);
+        expect(out.match(new RegExp(`${signal} received`, 'g')), out.slice(-3000)).toHaveLength(2);
+        expect(out).not.toMatch(/stopping at once|Terminated/);
+      } finally {
+        for (const pid of processesOf(env.RUNSYNC_QUEUE_PREFIX as string)) process.kill(pid, 'SIGKILL');
+        await cleanRedis(env.RUNSYNC_QUEUE_PREFIX as string).catch(() => undefined);
+      }
+    },
+  );
 });
