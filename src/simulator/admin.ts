@@ -46,6 +46,14 @@ export function handleAdmin(
         }
         return sendJson(res, 200, { now: formatTimestamp(ctx.world.now()) });
       }
+      case 'POST /_sim/runs/settle': {
+        const at = (name: string) => (typeof body[name] === 'string' ? parseTimestamp(body[name] as string) : null);
+        const count = Number(body.count);
+        if (!Number.isInteger(count) || count < 0)
+          throw new Error('give {"count": N} (created_after, created_before optional)');
+        const ids = ctx.world.settleOpenRuns(count, at('created_after') ?? 0, at('created_before') ?? ctx.world.now());
+        return sendJson(res, 200, { settled: ids });
+      }
       case 'GET /_sim/faults':
         return sendJson(res, 200, ctx.faults.config);
       case 'PUT /_sim/faults':

@@ -1,6 +1,6 @@
 import type { Micros } from '../util/timestamp.ts';
 import type { CatalogKind } from './catalog.ts';
-import type { RunVersion } from './runs.ts';
+import { isOpenVersion, type RunVersion } from './runs.ts';
 import type { SimWorld } from './world.ts';
 
 // Ground truth for freshness: every change the API came to show in a stretch of time, when it
@@ -28,16 +28,6 @@ export const CATALOG_TABLES_BY_KIND: Record<CatalogKind, string> = {
   guardrail: 'guardrails',
   runbook: 'runbooks',
 };
-
-function isOpenVersion(v: RunVersion): boolean {
-  return (
-    v.status === 'running' ||
-    v.status === 'paused' ||
-    v.waiting ||
-    v.scheduledResumeAt !== null ||
-    v.resolution?.type === 'pending'
-  );
-}
 
 /** The changes of runs created in [createdFrom, to) that the API first showed in (from, to]. */
 export function* runChanges(world: SimWorld, from: Micros, to: Micros, createdFrom: Micros = 0): Generator<Change> {

@@ -124,6 +124,8 @@ export class RunUniverse {
   private readonly interval: number;
   readonly toolPool: PoolTool[];
   private readonly planCache = new Map<number, RunPlan>();
+  /** Runs told to settle at a time of a test's choosing: their lifecycle ends there. */
+  private readonly settledAt = new Map<number, RunVersion>();
   /**
    * When the API grew: versions of runs from this time on carry members the spec does not list
    * (cost_usd on a run, latency_ms on a step, an array of citations), as an API that gains
@@ -263,6 +265,11 @@ export class RunUniverse {
       }
     }
     const versions = this.lifecycle(rng, createdAt, steps);
+    const settled = this.settledAt.get(i);
+    if (settled) {
+      const kept = versions.filter((v) => v.at < settled.at);
+      versions.splice(0, versions.length, ...(kept.length ? kept : versions.slice(0, 1)), settled);
+    }
     return {
       index: i,
       id: indexedUuid(seed, 'run', i),
@@ -439,6 +446,29 @@ export class RunUniverse {
     for (const ver of out)
       ver.duration = ver.status === 'running' || ver.status === 'paused' ? dur(ver.at) : ver.duration;
     return out;
+  }
+
+  /**
+   * Ends run `i`'s lifecycle at `at` (after its current version): completed and resolved, every
+   * step, a message more and an evaluation more. What it would have done afterwards never happens.
+   */
+  settle(i: number, at: Micros): void {
+    const plan = this.makePlan(i);
+    const cur = this.versionAt(plan, at) ?? (plan.versions[0] as RunVersion);
+    this.settledAt.set(i, {
+      ...cur,
+      at: Math.max(at, cur.at + 1),
+      status: 'completed',
+      resolution: { type: 'resolved', summary: 'Settled on request.' },
+      waiting: false,
+      pendingStep: null,
+      scheduledResumeAt: null,
+      steps: plan.steps.length,
+      messages: cur.messages + 1,
+      evals: cur.evals + 1,
+      duration: Math.round((at - plan.createdAt) / MICROS_PER_SECOND),
+    });
+    this.planCache.delete(i);
   }
 
   /** The run's version at `now`, or null when it is not yet visible. */
@@ -767,6 +797,17 @@ function largeText(rng: Rng, bytes: number): string {
   // A paragraph repeated to size: large like a real API dump, cheap to generate.
   const unit = `${paragraph(rng, 4, 8)} `;
   return unit.repeat(Math.max(1, Math.ceil(bytes / Buffer.byteLength(unit)))).slice(0, bytes);
+}
+
+/** Whether a version keeps its run open (the rule runsync's sync/open-runs.ts applies to summaries). */
+export function isOpenVersion(v: RunVersion): boolean {
+  return (
+    v.status === 'running' ||
+    v.status === 'paused' ||
+    v.waiting ||
+    v.scheduledResumeAt !== null ||
+    v.resolution?.type === 'pending'
+  );
 }
 
 export function isOpenSummary(run: Json): boolean {

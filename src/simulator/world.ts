@@ -5,6 +5,7 @@ import type { GuardrailFilter, RunFilter, ToolFilter } from './query.ts';
 import {
   DEFAULT_RUN_OPTIONS,
   isOpenSummary,
+  isOpenVersion,
   type RunPlan,
   RunUniverse,
   type RunUniverseOptions,
@@ -73,6 +74,29 @@ export class SimWorld {
     const plan = this.runs.plan(index);
     const version = this.runs.versionAt(plan, now);
     return version ? { plan, version } : null;
+  }
+
+  /**
+   * Settles `count` of the runs open now and created in [createdFrom, createdTo), spread evenly
+   * over them; returns their ids. A test's way to change many open runs at one moment.
+   */
+  settleOpenRuns(count: number, createdFrom: Micros = 0, createdTo: Micros = this.now()): string[] {
+    const now = this.now();
+    const open: number[] = [];
+    const end = this.runs.firstIndexAtOrAfter(Math.min(createdTo, now));
+    for (let i = this.runs.firstIndexAtOrAfter(createdFrom); i < end; i++) {
+      const at = this.runAt(i, now);
+      if (at && at.plan.visibleAt <= now && isOpenVersion(at.version)) open.push(i);
+    }
+    const picked = new Set<number>();
+    for (let k = 0; k < Math.min(count, open.length); k++)
+      picked.add(open[Math.floor((k * open.length) / Math.min(count, open.length))] as number);
+    const ids: string[] = [];
+    for (const i of picked) {
+      this.runs.settle(i, now);
+      ids.push(this.runs.plan(i).id);
+    }
+    return ids;
   }
 
   /** Newest first; `before` is the exclusive upper index from a previous page. */

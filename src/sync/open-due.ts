@@ -1,9 +1,13 @@
 import { MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
 
-// Which open runs a pass re-checks. With passes every few minutes, all of them, every pass. With
-// passes back to back (RUNSYNC_SCHEDULE_RUNS=continuous) that would spend most of the key's rate on
-// runs that are open but idle: an account with a million runs in its horizon holds tens of
-// thousands, many waiting for days. A run that changed lately is likely to change again soon, and
+// Which open runs a pass re-checks. All of them, whenever that fits OPEN_CHECK_SHARE of the key's
+// rate over the time since they were last checked: a few hundred open runs cost a few list
+// requests, and a pass is then exact for every change made before it began. Only a set too large
+// for that share (passes back to back, RUNSYNC_SCHEDULE_RUNS=continuous, on an account with tens of
+// thousands of runs open, many waiting for days) is checked as its runs come due, and the pass says
+// how many it deferred (planOpenChecks).
+//
+// The due schedule. A run that changed lately is likely to change again soon, and
 // one quiet for long is not: each is looked at again after an eighth of the time it had been quiet
 // when last looked at, no more often than every ten seconds; a run scheduled to resume, as soon as
 // its time has come.
@@ -76,6 +80,55 @@ export function recheckDue(run: OpenRunCheck, now: Micros, longest: Micros = REC
   if (last === null) return true;
   if (run.scheduledResumeAt !== null && run.scheduledResumeAt <= now && last < run.scheduledResumeAt) return true;
   return now - last >= recheckInterval(quietOf(run), longest);
+}
+
+/** The share of the key's rate open-run checks may use, over the time since they were last checked. */
+export const OPEN_CHECK_SHARE = 0.2;
+/** Requests a second the share is taken of while the key's rate is not known. */
+export const ASSUMED_RATE = 5;
+
+export interface OpenCheckPlan<T> {
+  check: T[];
+  /** Open runs left for a later pass. */
+  deferred: number;
+  /** How long the deferred run unchecked longest has gone without a look (0: none deferred). */
+  longestUnchecked: Micros;
+}
+
+export interface OpenCheckOptions<T> {
+  /** The key's learned rate (null: not known). */
+  ratePerSecond: number | null;
+  /** List and detail requests that checking every open run costs. */
+  costOfAll: number;
+  /** Check every open run whatever it costs (`runsync sync --all-open`). */
+  all?: boolean;
+  changeRate?: ChangeRate<T>;
+  runsPerRequest?: number;
+}
+
+/** What checking every open run may cost now: the share of the rate since the last check. */
+export function openCheckAllowance(runs: readonly OpenRunCheck[], now: Micros, ratePerSecond: number | null): number {
+  let last: Micros | null = null;
+  for (const r of runs) if (r.lastCheckedAt !== null) last = Math.max(last ?? 0, r.lastCheckedAt);
+  if (last === null) return Number.POSITIVE_INFINITY;
+  const rate = ratePerSecond !== null && ratePerSecond > 0 ? ratePerSecond : ASSUMED_RATE;
+  return (OPEN_CHECK_SHARE * rate * Math.max(0, now - last)) / MICROS_PER_SECOND;
+}
+
+/** Every open run when that fits the allowance (or is asked for), else those due. */
+export function planOpenChecks<T extends OpenRunCheck>(
+  runs: readonly T[],
+  now: Micros,
+  o: OpenCheckOptions<T>,
+): OpenCheckPlan<T> {
+  if (o.all || o.costOfAll <= openCheckAllowance(runs, now, o.ratePerSecond))
+    return { check: [...runs], deferred: 0, longestUnchecked: 0 };
+  const check = dueOpenRuns(runs, now, o.ratePerSecond, o.changeRate, o.runsPerRequest);
+  const chosen = new Set<T>(check);
+  let longestUnchecked = 0;
+  for (const r of runs)
+    if (!chosen.has(r)) longestUnchecked = Math.max(longestUnchecked, now - (r.lastCheckedAt ?? r.updatedAt));
+  return { check, deferred: runs.length - check.length, longestUnchecked };
 }
 
 /** How likely a run is to change, by default the assumption the intervals rest on (open-hazard.ts). */

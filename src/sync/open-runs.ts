@@ -1,12 +1,19 @@
 import { listValue } from '@duckdb/node-api';
 import type { RunSummary } from '../api/index.ts';
-import { type Micros, parseTimestamp } from '../util/timestamp.ts';
+import { MICROS_PER_SECOND, type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { addYield, dueOpenRuns, type ListingYield, type OpenRunCheck, quietOf, runsPerRequestOf } from './open-due.ts';
+import {
+  addYield,
+  type ListingYield,
+  type OpenRunCheck,
+  planOpenChecks,
+  quietOf,
+  runsPerRequestOf,
+} from './open-due.ts';
 import { changeRate, type HazardStats, observe } from './open-hazard.ts';
 import { listTicketBatches, type OpenListing } from './open-list.ts';
 import { commitRunItems, itemWeight, NO_DETAILS, type RunItem } from './run-commit.ts';
@@ -16,8 +23,8 @@ import type { RunCounts, SyncDeps } from './types.ts';
 
 // A run still in progress keeps changing: running, paused, waiting for approval, scheduled to
 // resume, or with its resolution pending. Such runs are re-checked until they settle, however old,
-// up to the open-run horizon: every pass, or as they come due when passes come back to back
-// (open-due.ts).
+// up to the open-run horizon: every pass, unless the open set is too large for the share of the
+// key's rate its checks may use; then as they come due (open-due.ts).
 //
 // The cheapest check the API allows is the runs list filtered by ticket id: one request answers
 // for up to 200 tickets (up to 100 runs a page), bounded by the created times of the runs asked
@@ -136,6 +143,8 @@ export async function openRuns(wh: Warehouse, from: Micros, before: Micros): Pro
 export interface TicketBatch {
   listing: OpenListing;
   tickets: string[];
+  /** Runs its listing is expected to return: its tickets' runs in the state asked for. */
+  expected: number;
   runs: Map<string, OpenRun>;
   createdFrom: Micros;
   /** Exclusive. */
@@ -166,7 +175,14 @@ export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBa
       current === undefined ||
       (!known && (current.tickets.size >= TICKETS_PER_REQUEST || current.listed + more > RUNS_PER_BATCH))
     ) {
-      const batch = { listing, tickets: [], runs: new Map(), createdFrom: run.createdAt, createdTo: run.createdAt + 1 };
+      const batch = {
+        listing,
+        tickets: [],
+        expected: 0,
+        runs: new Map(),
+        createdFrom: run.createdAt,
+        createdTo: run.createdAt + 1,
+      };
       current = { batch, tickets: new Set<string>(), listed: 0 };
       filling.set(listing, current);
       batches.push(batch);
@@ -175,6 +191,7 @@ export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBa
       current.batch.tickets.push(t);
       current.tickets.add(t);
       current.listed += more;
+      current.batch.expected += more;
     }
     const batch = current.batch;
     batch.runs.set(run.id, run);
@@ -184,17 +201,36 @@ export function planTicketBatches(runs: readonly OpenRun[]): { batches: TicketBa
   return { batches, byId };
 }
 
+/** Requests the listing of these batches and the runs no filter can name cost. */
+export function batchesCost(plan: { batches: readonly TicketBatch[]; byId: readonly OpenRun[] }): number {
+  let n = plan.byId.length;
+  for (const b of plan.batches) n += Math.max(1, Math.ceil(b.expected / RUNS_PAGE_SIZE));
+  return n;
+}
+
+export interface OpenRefresh {
+  /** Ids of the open runs looked at. */
+  checked: string[];
+  /** Open runs left for a later pass: the set is too large for the share of the rate. */
+  deferred: number;
+  longestUnchecked: Micros;
+}
+
+const NOTHING_OPEN: OpenRefresh = { checked: [], deferred: 0, longestUnchecked: 0 };
+
 /**
- * Re-checks the open runs created in [from, before) that are due; `before` is where this pass's
- * window began. Returns the ids of the runs it looked at.
+ * Re-checks the open runs created in [from, before): all of them when that fits the share of the
+ * key's rate open-run checks may use (or `all` asks for it), else those due (open-due.ts).
+ * `before` is where this pass's window began.
  */
 export async function refreshOpenRuns(
   deps: SyncDeps,
   from: Micros,
   before: Micros,
   counts: RunCounts,
-): Promise<string[]> {
-  if (before <= from) return [];
+  all = false,
+): Promise<OpenRefresh> {
+  if (before <= from) return NOTHING_OPEN;
   const now = deps.now();
   const rate = (await deps.budget?.snapshot())?.ratePerSecond ?? null;
   const { stored, hazard, listingYield } = await deps.gate.use(async (wh) => ({
@@ -203,8 +239,29 @@ export async function refreshOpenRuns(
     listingYield: (await getState<ListingYield>(wh, OPEN_YIELD_KEY)) ?? null,
   }));
   const likely = (r: OpenRun, quiet: Micros) => changeRate(hazard, r.kind ?? '', quiet);
-  const open = dueOpenRuns(stored, now, rate, likely, runsPerRequestOf(listingYield));
-  if (open.length === 0) return [];
+  const plan = planOpenChecks(stored, now, {
+    ratePerSecond: rate,
+    costOfAll: batchesCost(planTicketBatches(stored)),
+    all,
+    changeRate: likely,
+    runsPerRequest: runsPerRequestOf(listingYield),
+  });
+  const open = plan.check;
+  const refresh: OpenRefresh = {
+    checked: open.map((r) => r.id),
+    deferred: plan.deferred,
+    longestUnchecked: plan.longestUnchecked,
+  };
+  if (plan.deferred > 0)
+    deps.logger.info(
+      {
+        deferred: plan.deferred,
+        checked: open.length,
+        longestUncheckedSeconds: Math.round(plan.longestUnchecked / MICROS_PER_SECOND),
+      },
+      "open runs deferred: checking them all would take more than their share of the key's rate; `runsync sync --all-open` checks every one",
+    );
+  if (open.length === 0) return refresh;
   let listedLooks = 0;
   let listRequests = 0;
   const looked = (run: OpenRun, changed: boolean) => {
@@ -280,7 +337,7 @@ export async function refreshOpenRuns(
     if (listRequests > 0)
       await setState(wh, OPEN_YIELD_KEY, addYield(listingYield, listedLooks, listRequests), deps.now());
   });
-  return open.map((r) => r.id);
+  return refresh;
 }
 
 /**

@@ -1,4 +1,5 @@
 import { PermissionError } from '../api/index.ts';
+import { MICROS_PER_SECOND } from '../util/timestamp.ts';
 import type { PassKind } from './audit.ts';
 import { type SnapshotResult, snapshotCatalog } from './catalog.ts';
 import { reconcileHorizon, syncLiveWindow } from './live.ts';
@@ -22,6 +23,8 @@ export interface PassOptions {
   export?: boolean;
   /** Snapshot the catalog (default true; the worker snapshots it on its own schedule). */
   catalog?: boolean;
+  /** Check every open run, even when they are more than their share of the key's rate allows. */
+  allOpen?: boolean;
 }
 
 export interface PassResult extends OperationResult {
@@ -33,6 +36,10 @@ export interface PassResult extends OperationResult {
   catalog: SnapshotResult | null;
   openRunsChecked: number;
   openRunsTracked: number;
+  /** Open runs this pass left unchecked, for want of their share of the rate (open-due.ts). */
+  openRunsDeferred: number;
+  /** How long the deferred open run unchecked longest had gone without a look, in seconds. */
+  openRunsLongestUncheckedSeconds: number;
   pendingRetried: number;
   /** List requests by what they were for: where a pass's share of the key's rate went. */
   listPages: ListPages;
@@ -60,6 +67,8 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
       catalog: null,
       openRunsChecked: 0,
       openRunsTracked: 0,
+      openRunsDeferred: 0,
+      openRunsLongestUncheckedSeconds: 0,
       pendingRetried: 0,
       listPages: { live: 0, open: 0, reconcile: 0 },
     }),
@@ -72,6 +81,8 @@ export function runPass(deps: SyncDeps, options: PassOptions = {}): Promise<Pass
         catalog: r.catalog?.tables ?? null,
         openRunsChecked: r.openRunsChecked,
         openRunsTracked: r.openRunsTracked,
+        openRunsDeferred: r.openRunsDeferred,
+        openRunsLongestUncheckedSeconds: r.openRunsLongestUncheckedSeconds,
         pendingRetried: r.pendingRetried,
         listPages: r.listPages,
         rolling: r.rolling,
@@ -135,8 +146,13 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
       // Every run of the horizon is listed, the open ones with the rest.
       result.reconciled = await counted('reconcile', () => reconcileHorizon(deps, window.from, result.runs));
     } else {
-      checked = await counted('open', () => refreshOpenRuns(deps, horizonStart, window.from, result.runs));
+      const open = await counted('open', () =>
+        refreshOpenRuns(deps, horizonStart, window.from, result.runs, options.allOpen === true),
+      );
+      checked = open.checked;
       result.openRunsChecked = checked.length;
+      result.openRunsDeferred = open.deferred;
+      result.openRunsLongestUncheckedSeconds = Math.round(open.longestUnchecked / MICROS_PER_SECOND);
       result.rolling = await counted('reconcile', () => rollHorizon(deps, window.from, result.runs));
     }
     const passes = await deps.gate.use((wh) =>

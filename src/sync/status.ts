@@ -51,6 +51,9 @@ export interface StatusReport {
     oldestCreatedAt: Micros | null;
     /** The earliest last look at any of them: each has been looked at since. */
     lookedAtSince: Micros | null;
+    /** Open runs the last pass left unchecked for want of their share of the rate (open-due.ts). */
+    deferred: number;
+    longestUncheckedSeconds: number;
   };
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
   /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
@@ -161,6 +164,11 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest, min(epoch_us(last_checked_at)) AS looked
      FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
   );
+  const [deferred] = await db.all<{ d: bigint | null; l: bigint | null }>(
+    `SELECT CAST(counts->>'openRunsDeferred' AS BIGINT) AS d,
+            CAST(counts->>'openRunsLongestUncheckedSeconds' AS BIGINT) AS l
+     FROM _sync_audit WHERE kind = 'sync' AND finished_at IS NOT NULL ORDER BY started_at DESC LIMIT 1`,
+  );
   const [pending] = await db.all<{ c: bigint; oldest: bigint | null; e: string | null }>(
     `SELECT count(*) AS c, min(epoch_us(first_failed_at)) AS oldest, arg_max(last_error, last_failed_at) AS e
      FROM _sync_pending_runs`,
@@ -235,6 +243,8 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
       byReason: Object.fromEntries(open.map((r) => [r.reason, Number(r.c)])),
       oldestCreatedAt: earliest(open.map((r) => r.oldest)),
       lookedAtSince: earliest(open.map((r) => r.looked)),
+      deferred: Number(deferred?.d ?? 0),
+      longestUncheckedSeconds: Number(deferred?.l ?? 0),
     },
     pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
     rejected: Number(rejected?.c ?? 0),

@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import type { ListPage, RunSummary } from '../../src/api/index.ts';
 import {
+  ASSUMED_RATE,
   addYield,
   dueOpenRuns,
+  OPEN_CHECK_SHARE,
+  openCheckAllowance,
+  planOpenChecks,
   RECHECK_FAST,
   RECHECK_MAX,
   RECHECK_MIN,
@@ -13,7 +17,13 @@ import {
   runsPerRequestOf,
 } from '../../src/sync/open-due.ts';
 import { batchFilter, type OpenListing } from '../../src/sync/open-list.ts';
-import { isOpenRun, type OpenRun, planTicketBatches, TICKETS_PER_REQUEST } from '../../src/sync/open-runs.ts';
+import {
+  batchesCost,
+  isOpenRun,
+  type OpenRun,
+  planTicketBatches,
+  TICKETS_PER_REQUEST,
+} from '../../src/sync/open-runs.ts';
 import { judge } from '../../src/sync/walk.ts';
 import { runsWindow, slices } from '../../src/sync/window.ts';
 import {
@@ -331,5 +341,62 @@ describe('open runs due for a re-check', () => {
       expect(dueOpenRuns(runs, now, null)).toHaveLength(10_000);
       expect(dueOpenRuns(many(10, 20 * MICROS_PER_DAY, RECHECK_MAX - 1, 'q'), now, null)).toHaveLength(0);
     });
+  });
+});
+
+describe('open runs a pass checks', () => {
+  const SEC = MICROS_PER_SECOND;
+  const now = 1_000_000 * SEC;
+  // Quiet for days, looked at `ago` before now: never due in a pass soon after.
+  const quiet = (n: number, ago: number) =>
+    Array.from({ length: n }, (_, i) => ({
+      id: `r${i}`,
+      updatedAt: now - ago - 5 * MICROS_PER_DAY,
+      lastCheckedAt: now - ago,
+      scheduledResumeAt: null,
+    }));
+
+  it('are all of them when that fits their share of the rate since the last check, due or not', () => {
+    const runs = quiet(500, 20 * SEC);
+    // 20 s at 10 requests a second: 40 requests for open-run checks.
+    const allowed = (OPEN_CHECK_SHARE * 10 * 20 * SEC) / SEC;
+    expect(openCheckAllowance(runs, now, 10)).toBeCloseTo(allowed);
+    const plan = planOpenChecks(runs, now, { ratePerSecond: 10, costOfAll: Math.floor(allowed) });
+    expect(plan).toEqual({ check: runs, deferred: 0, longestUnchecked: 0 });
+    // Not known: the share of ASSUMED_RATE.
+    expect(
+      planOpenChecks(runs, now, { ratePerSecond: null, costOfAll: OPEN_CHECK_SHARE * ASSUMED_RATE * 20 }).deferred,
+    ).toBe(0);
+  });
+
+  it('are those due when all would cost more, and the pass counts the rest deferred', () => {
+    const runs = quiet(500, 20 * SEC);
+    const plan = planOpenChecks(runs, now, { ratePerSecond: 10, costOfAll: 41 });
+    expect(plan.check).toEqual([]);
+    expect(plan.deferred).toBe(500);
+    expect(plan.longestUnchecked).toBe(20 * SEC);
+    // --all-open: every one, whatever it costs.
+    expect(planOpenChecks(runs, now, { ratePerSecond: 10, costOfAll: 10_000, all: true }).check).toHaveLength(500);
+  });
+
+  it('are all of them when none was ever checked', () => {
+    const never = quiet(3, 0).map((r) => ({ ...r, lastCheckedAt: null }));
+    expect(planOpenChecks(never, now, { ratePerSecond: 1, costOfAll: 1e9 }).deferred).toBe(0);
+  });
+
+  it('cost a request per page their ticket batches list and one per run no filter can name', () => {
+    const open = (id: string, ticketId: string | null, ticketRuns = 1): OpenRun => ({
+      id,
+      ticketId,
+      createdAt: 1,
+      updatedAt: 1,
+      lastCheckedAt: null,
+      scheduledResumeAt: null,
+      ticketRuns,
+      listing: 'state',
+    });
+    const runs = [open('a', 't1', 150), open('b', 't2'), open('c', null), open('d', '')];
+    // t1 and t2 in one batch of 151 runs: two pages; c and d by id.
+    expect(batchesCost(planTicketBatches(runs))).toBe(4);
   });
 });

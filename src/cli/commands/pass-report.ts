@@ -26,6 +26,10 @@ export function passLines(r: PassResult): string[] {
       );
     const retried = r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : '';
     lines.push(`  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${retried}`);
+    if (r.openRunsDeferred > 0)
+      lines.push(
+        `                ${r.openRunsDeferred} deferred, the longest unchecked for ${r.openRunsLongestUncheckedSeconds} s (\`--all-open\` checks every one)`,
+      );
   }
   if (r.catalog) {
     const parts = Object.entries(r.catalog.tables).map(

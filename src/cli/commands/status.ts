@@ -145,6 +145,10 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   const lookedAt =
     looked !== null ? `; every one looked at in the last ${formatSeconds(Math.max(0, now - looked) / 1e6)}` : '';
   lines.push(`open runs     ${r.openRuns.total} tracked${reasons ? ` (${reasons})` : ''}${oldestOpen}${lookedAt}`);
+  if (r.openRuns.deferred > 0)
+    lines.push(
+      `              ${r.openRuns.deferred} open runs deferred by the last pass, the longest unchecked for ${formatSeconds(r.openRuns.longestUncheckedSeconds)} (more than their share of the key's rate; \`runsync sync --all-open\` checks every one)`,
+    );
   if (r.pending.total) {
     const failing = `failing since ${ago(r.pending.oldestFailedAt, now)}: ${r.pending.lastError ?? ''}`;
     lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, ${failing}`);

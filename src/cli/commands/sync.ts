@@ -27,9 +27,13 @@ export function syncCommand(ctx: CliContext, setExit: (code: number) => void): C
   return new Command('sync')
     .description('one incremental pass: catalog snapshot, runs window, open-run refresh, Parquet export')
     .option('--reconcile', 're-check every run inside the open-run horizon (RUNSYNC_OPEN_RUN_HORIZON)')
+    .option(
+      '--all-open',
+      "check every open run, even when there are more than their share of the key's rate allows (they are then checked as they come due)",
+    )
     .option('--no-export', 'leave the Parquet tree as it is')
-    .action((o: { reconcile?: boolean; export: boolean }) =>
-      pass(ctx, setExit, { reconcile: o.reconcile === true, export: o.export }),
+    .action((o: { reconcile?: boolean; allOpen?: boolean; export: boolean }) =>
+      pass(ctx, setExit, { reconcile: o.reconcile === true, allOpen: o.allOpen === true, export: o.export }),
     );
 }
 
