@@ -1,31 +1,15 @@
 import { defineConfig } from 'vitest/config';
 
-// Most suites wait on child processes, simulators and Redis more than they compute, so several
-// files run at once. Suites that count requests per second against a limit run afterwards, one
-// file at a time, so the machine's other work does not crowd their seconds.
-const PACED = [
-  'test/budget/**/*.test.ts',
-  'test/simulator/rate-limit.test.ts',
-  'test/api/setup.test.ts',
-  'test/worker/fleet.test.ts',
-];
-
-// The longest end-to-end suites (kills, a fleet, minutes of simulated traffic) run with
-// `npm run test:long`, which sets RUNSYNC_LONG_TESTS=1; `npm test` keeps within CI's time on two cores.
-const LONG = [
-  'test/chaos/chaos.test.ts',
-  'test/sync/freshness.test.ts',
-  'test/sync/rolling.test.ts',
-  'test/sync/cursor-kill.test.ts',
-  'test/sync/cursor.test.ts',
-  'test/sync/resume.test.ts',
-  'test/worker/s3-fleet.test.ts',
-  'test/worker/flow.test.ts',
-  'test/worker/fleet.test.ts',
-  'test/cli/sync.test.ts',
-  'test/budget/sim-sharing.test.ts',
-];
-const SKIPPED = process.env.RUNSYNC_LONG_TESTS === '1' ? [] : LONG;
+// Test tiers by file name:
+// - `*.paced.test.ts` count requests per second against a limit: they run after the rest, one file
+//   at a time, so the machine's other work does not crowd their seconds.
+// - `*.long.test.ts` are the longest end-to-end suites (kills, fleets, minutes of simulated
+//   traffic). `npm test` runs them with the rest; `npm run test:quick` leaves them out.
+// Everything else runs several files at once: most suites wait on child processes, simulators and
+// Redis more than they compute.
+const PACED = 'test/**/*.paced.test.ts';
+const LONG = 'test/**/*.long.test.ts';
+const skipped = process.env.RUNSYNC_QUICK_TESTS === '1' ? [LONG] : [];
 
 export default defineConfig({
   test: {
@@ -41,13 +25,19 @@ export default defineConfig({
         test: {
           name: 'main',
           include: ['test/**/*.test.ts'],
-          exclude: [...PACED, ...SKIPPED],
+          exclude: [PACED, ...skipped],
           sequence: { groupOrder: 0 },
         },
       },
       {
         extends: true,
-        test: { name: 'paced', include: PACED, exclude: SKIPPED, fileParallelism: false, sequence: { groupOrder: 1 } },
+        test: {
+          name: 'paced',
+          include: [PACED],
+          exclude: skipped,
+          fileParallelism: false,
+          sequence: { groupOrder: 1 },
+        },
       },
     ],
   },
