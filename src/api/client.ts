@@ -20,6 +20,8 @@ import { DEFAULT_IN_FLIGHT } from './in-flight.ts';
 import { Paginator } from './paginator.ts';
 import { createApiPool, type PoolOptions } from './pool.ts';
 import { DEFAULT_RETRY_POLICY, type RetryPolicy } from './retry.ts';
+import { ServerClock } from './server-clock.ts';
+import { DEFAULT_TIMEOUTS, RequestTimeouts, type TimeoutSettings } from './timeouts.ts';
 import { type ApiStats, ApiTransport } from './transport.ts';
 import type { Agent, Guardrail, Guideline, Runbook, RunDetail, RunSummary, RunToolOption, Tool } from './types.ts';
 import { createRecordValidator, type RecordValidator, type ValidationMode } from './validate.ts';
@@ -49,8 +51,8 @@ export interface ApiClientOptions {
   dispatcher?: Dispatcher;
   pool?: PoolOptions;
   retry?: Partial<RetryPolicy>;
-  /** One attempt, send to last byte; default 60 s. */
-  requestTimeoutMs?: number;
+  /** How long each phase of a request may take (timeouts.ts); default DEFAULT_TIMEOUTS. */
+  timeouts?: Partial<TimeoutSettings>;
   validation?: ValidationMode;
   clock?: BudgetClock;
   random?: () => number;
@@ -156,10 +158,15 @@ export class ApiClient {
   private readonly logger: Logger;
   private readonly budget: RateBudget;
   private primed = false;
+  /** The API's clock, from the Date header of its responses. */
+  readonly serverClock = new ServerClock();
 
   constructor(options: ApiClientOptions) {
     const base = new URL(apiBaseUrl(options.baseUrl, 'RUNSYNC_API_URL', options.httpHosts));
-    this.ownedPool = options.dispatcher ? null : createApiPool(base.origin, options.pool);
+    const timeouts = { ...DEFAULT_TIMEOUTS, ...options.timeouts };
+    this.ownedPool = options.dispatcher
+      ? null
+      : createApiPool(base.origin, { connectTimeoutMs: timeouts.connectMs, ...options.pool });
     this.logger = options.logger ?? silentLogger();
     this.budget = options.budget;
     this.validator = createRecordValidator(options.validation ?? 'lenient');
@@ -171,7 +178,8 @@ export class ApiClient {
       budget: options.budget,
       logger: this.logger,
       retry: { ...DEFAULT_RETRY_POLICY, ...options.retry },
-      requestTimeoutMs: options.requestTimeoutMs ?? 60_000,
+      timeouts: new RequestTimeouts(timeouts),
+      serverClock: this.serverClock,
       clock: options.clock ?? systemClock,
       random: options.random ?? Math.random,
       userAgent: 'runsync/0.1',

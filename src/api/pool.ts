@@ -2,7 +2,8 @@ import { Pool } from 'undici';
 import { MAX_IN_FLIGHT } from './in-flight.ts';
 
 // One keep-alive connection pool per API origin: bounded connections so concurrency cannot run
-// away, and timeouts on every phase so a stalled server costs a retry, not a hung sync.
+// away, and timeouts on every phase so a stalled server costs a retry, not a hung sync (each request
+// sets its own waits for headers and body: timeouts.ts).
 
 export interface PoolOptions {
   /** Connections at most; default: the most detail fetches a process keeps in flight, and room for list pages. */

@@ -39,6 +39,7 @@ export function createApiClient(config: RunsyncConfig, setup: ApiSetup): ApiClie
     apiKey: api.key,
     budget,
     logger: setup.logger,
+    timeouts: config.timeouts,
     ...(setup.dispatcher ? { dispatcher: setup.dispatcher } : {}),
     ...(setup.onInvalid ? { onInvalid: setup.onInvalid } : {}),
     ...(setup.retry ? { retry: setup.retry } : {}),

@@ -6,6 +6,8 @@ import type { EndpointName } from './endpoints.ts';
 import { encodeQuery, type QueryPair } from './filters.ts';
 import { InFlightGauge } from './in-flight.ts';
 import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy } from './retry.ts';
+import type { ServerClock } from './server-clock.ts';
+import type { RequestTimeouts } from './timeouts.ts';
 
 // Sends one GET through the budget, the pool and the retry policy: the only code that does HTTP.
 
@@ -19,8 +21,10 @@ export interface TransportOptions {
   budget: RateBudget;
   logger: Logger;
   retry: RetryPolicy;
-  /** One attempt, from sending to the last byte of the body. */
-  requestTimeoutMs: number;
+  /** How long each phase of an attempt may take (timeouts.ts). */
+  timeouts: RequestTimeouts;
+  /** The API's clock, learned from the Date header of every response. */
+  serverClock: ServerClock;
   clock: BudgetClock;
   random: () => number;
   userAgent: string;
@@ -77,7 +81,7 @@ export class ApiTransport {
       const detail = req.endpoint === 'runs.get';
       if (detail) this.details.granted(grant.paced ?? null);
       const sentAt = this.o.clock.now();
-      const outcome = await this.send(fullPath, req.signal);
+      const outcome = await this.send(fullPath, req.endpoint, req.signal);
       if (detail && outcome.kind === 'response') this.details.answered(this.o.clock.now() - sentAt);
       const status = outcome.kind === 'response' ? outcome.status : 0;
       this.stats.requests++;
@@ -137,16 +141,18 @@ export class ApiTransport {
     });
   }
 
-  private async send(path: string, signal: AbortSignal | undefined): Promise<Outcome> {
+  private async send(path: string, endpoint: EndpointName, signal: AbortSignal | undefined): Promise<Outcome> {
     // The caller's signal and the timeout joined by hand: AbortSignal.any leaves a reference on the
-    // caller's signal for every request that outlives it in Node 20 (a first sync of a million runs
-    // held some 60 MB of them), and the timer is cleared as soon as the answer is in.
+    // caller's signal for every request that outlives it in Node 20, which a first sync of a large
+    // account makes by the hundred thousand, and the timer is cleared as soon as the answer is in.
     const combined = new AbortController();
     let timedOut = false;
     const timer = setTimeout(() => {
       timedOut = true;
       combined.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-    }, this.o.requestTimeoutMs);
+    }, this.o.timeouts.settings.requestMs);
+    const waits = this.o.timeouts.forAttempt(endpoint);
+    const sentAt = Date.now();
     const onAbort = () => combined.abort(signal?.reason);
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
@@ -164,11 +170,17 @@ export class ApiTransport {
           'user-agent': this.o.userAgent,
         },
         signal: combined.signal,
+        headersTimeout: waits.headersMs,
+        bodyTimeout: waits.bodyMs,
       });
+      const headersAt = Date.now();
       status = res.statusCode;
-      requestId = header(res.headers as HeaderMap, 'x-request-id');
+      const headers = res.headers as HeaderMap;
+      requestId = header(headers, 'x-request-id');
+      this.o.serverClock.observe(header(headers, 'date'), sentAt, headersAt);
       const body = await res.body.text();
-      return { kind: 'response', status: res.statusCode, headers: res.headers as HeaderMap, body };
+      this.o.timeouts.answered(endpoint, headersAt - sentAt, Date.now() - headersAt);
+      return { kind: 'response', status: res.statusCode, headers: this.o.serverClock.toLocal(headers), body };
     } catch (error) {
       // The caller's own cancellation is not a failure to classify or retry.
       if (signal?.aborted) throw signal.reason;

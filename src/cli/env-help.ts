@@ -21,6 +21,13 @@ const SETTINGS: Record<string, readonly [Group, string]> = {
   RUNSYNC_RATE_LIMIT: ['api', 'requests per second this key may be used for, at most (default: learned)'],
   RUNSYNC_RATE_RESERVE: ['api', "share of the key's budget left to its other users (default 5%)"],
   RUNSYNC_ALLOW_HTTP: ['api', 'hosts that may be reached over plain http besides this machine'],
+  RUNSYNC_CONNECT_TIMEOUT: ['api', 'the longest wait for a connection to the API (default 10s)'],
+  RUNSYNC_HEADERS_TIMEOUT: [
+    'api',
+    "the longest wait for an answer to start (default 30s; less once the endpoint's answers are known)",
+  ],
+  RUNSYNC_BODY_TIMEOUT: ['api', 'the longest silence while an answer streams in (default 30s; less once known)'],
+  RUNSYNC_REQUEST_TIMEOUT: ['api', 'the longest one request may take, from sending to its last byte (default 2m)'],
   RUNSYNC_SHARE_GROUP: ['write', 'a group that may read the Parquet tree and analytics.duckdb (default: owner only)'],
   RUNSYNC_PARQUET_URL: [
     'parquet',

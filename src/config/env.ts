@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { DEFAULT_TIMEOUTS, type TimeoutSettings } from '../api/timeouts.ts';
 import { DEFAULT_RESERVE } from '../budget/rate.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
@@ -56,6 +57,8 @@ export interface RunsyncConfig {
   readonly storage: Omit<StorageConfig, 'secrets'>;
   /** RUNSYNC_MEMORY_LIMIT, shared out between DuckDB, V8 and the batch sizes. */
   readonly memory: MemoryBudget;
+  /** RUNSYNC_CONNECT_TIMEOUT, RUNSYNC_HEADERS_TIMEOUT, RUNSYNC_BODY_TIMEOUT, RUNSYNC_REQUEST_TIMEOUT. */
+  readonly timeouts: Readonly<TimeoutSettings>;
   /** Values no log line may show. */
   readonly secrets: readonly string[];
 }
@@ -135,6 +138,16 @@ function duration(env: Env, name: string, fallback: Micros): Micros {
   if (us === null || us <= 0)
     throw new ConfigError(name, `must be a positive duration such as 15m, 2h or 30d; got "${raw}"`);
   return us;
+}
+
+function requestTimeouts(env: Env): Readonly<TimeoutSettings> {
+  const ms = (name: string, fallback: number) => Math.round(duration(env, name, fallback * 1000) / 1000);
+  return Object.freeze({
+    connectMs: ms('RUNSYNC_CONNECT_TIMEOUT', DEFAULT_TIMEOUTS.connectMs),
+    headersMs: ms('RUNSYNC_HEADERS_TIMEOUT', DEFAULT_TIMEOUTS.headersMs),
+    bodyMs: ms('RUNSYNC_BODY_TIMEOUT', DEFAULT_TIMEOUTS.bodyMs),
+    requestMs: ms('RUNSYNC_REQUEST_TIMEOUT', DEFAULT_TIMEOUTS.requestMs),
+  });
 }
 
 function startDate(env: Env): Micros | null {
@@ -256,6 +269,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     share: shareGroup(env),
     storage,
     memory: memoryBudgetOf(env),
+    timeouts: requestTimeouts(env),
   };
   const secrets = [key, redis === null ? null : redisPassword(redis), ...storageSecrets].filter(
     (s): s is string => s !== null && s !== '',

@@ -28,6 +28,16 @@ export class SimClock {
     return this.now();
   }
 
+  /**
+   * The simulated clock minus the real one, in milliseconds, for the API's Date header and rate-limit
+   * times: a wall clock at speed 1 keeps a fixed offset, and a client must work on it. A manual
+   * clock, or a faster one, moves data only; those headers then keep real time.
+   */
+  offsetFromRealMs(): number {
+    if (this.mode !== 'wall' || this.speed !== 1) return 0;
+    return Math.round((this.anchor - this.wallAnchor) / 1000);
+  }
+
   set(to: Micros): Micros {
     const now = this.now();
     if (to < now) throw new RangeError('the simulator clock only moves forward');

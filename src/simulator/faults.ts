@@ -15,6 +15,10 @@ export interface FaultConfig {
   malformedRate: number;
   /** 200 whose body stops half-way (the connection is cut). */
   truncatedRate: number;
+  /** The connection is taken and never answered, as a load balancer with no backend does. */
+  hangRate: number;
+  /** 200 whose body stops half-way and then stays silent, the connection open. */
+  stallRate: number;
   /** Chance of an extra delay between latencyMinMs and latencyMaxMs. */
   latencyRate: number;
   latencyMinMs: number;
@@ -33,6 +37,8 @@ export const NO_FAULTS: FaultConfig = {
   resetRate: 0,
   malformedRate: 0,
   truncatedRate: 0,
+  hangRate: 0,
+  stallRate: 0,
   latencyRate: 0,
   latencyMinMs: 50,
   latencyMaxMs: 1500,
@@ -41,7 +47,15 @@ export const NO_FAULTS: FaultConfig = {
   seed: 1,
 };
 
-export type FaultAction = 'none' | 'reset' | 'server_error' | 'burst_429' | 'malformed' | 'truncated';
+export type FaultAction =
+  | 'none'
+  | 'reset'
+  | 'server_error'
+  | 'burst_429'
+  | 'malformed'
+  | 'truncated'
+  | 'hang'
+  | 'stall';
 
 export interface FaultDecision {
   delayMs: number;
@@ -99,6 +113,10 @@ export class SimFaults {
     if (r < edge) return { delayMs, action: 'malformed', status: 200 };
     edge += c.truncatedRate;
     if (r < edge) return { delayMs, action: 'truncated', status: 200 };
+    edge += c.hangRate;
+    if (r < edge) return { delayMs, action: 'hang', status: 0 };
+    edge += c.stallRate;
+    if (r < edge) return { delayMs, action: 'stall', status: 200 };
     return { delayMs, action: 'none', status: 200 };
   }
 }

@@ -174,11 +174,12 @@ export function sendJson(
   res.end(text);
 }
 
-function rateHeaders(d: RateDecision): Record<string, string> {
+/** X-RateLimit-* of a decision; Reset on the API's clock, `offsetMs` from the real one. */
+function rateHeaders(d: RateDecision, offsetMs: number): Record<string, string> {
   return {
     'X-RateLimit-Limit': String(d.limit),
     'X-RateLimit-Remaining': String(d.remaining),
-    'X-RateLimit-Reset': String(d.reset),
+    'X-RateLimit-Reset': String(d.reset + Math.round(offsetMs / 1000)),
   };
 }
 
@@ -208,6 +209,8 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   const started = Date.now();
   const reqId = requestId();
   res.setHeader('X-Request-Id', reqId);
+  const offsetMs = ctx.world.clock.offsetFromRealMs();
+  res.setHeader('Date', new Date(started + offsetMs).toUTCString());
   const raw = req.url ?? '/';
   const q = raw.indexOf('?');
   const rawPath = q < 0 ? raw : raw.slice(0, q);
@@ -234,6 +237,8 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
     req.socket.destroy();
     return;
   }
+  // Never answered: the connection stays open until the client gives up on it.
+  if (fault.action === 'hang') return done();
   const fail = (
     st: number,
     code: string,
@@ -274,13 +279,13 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
       'Retry-After': String(burst),
       'X-RateLimit-Limit': String(limit),
       'X-RateLimit-Remaining': '0',
-      'X-RateLimit-Reset': String(Math.ceil(started / 1000) + burst),
+      'X-RateLimit-Reset': String(Math.ceil((started + offsetMs) / 1000) + burst),
     };
     return fail(429, 'rate_limited', `rate limit exceeded; retry in ${burst}s`, headers, burst);
   }
   const rate = ctx.rateLimiter.check(auth.keyId, auth.org, endpoint, started);
   if (rate && !rate.allowed) {
-    const headers = { 'Retry-After': String(rate.retryAfter), ...rateHeaders(rate) };
+    const headers = { 'Retry-After': String(rate.retryAfter), ...rateHeaders(rate, offsetMs) };
     return fail(429, 'rate_limited', `rate limit exceeded; retry in ${rate.retryAfter}s`, headers, rate.retryAfter);
   }
 
@@ -312,17 +317,19 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   }
   status = 200;
   done();
-  const headers = route.endpoint === 'runs.list' && rate ? rateHeaders(rate) : {};
+  const headers = route.endpoint === 'runs.list' && rate ? rateHeaders(rate, offsetMs) : {};
   if (fault.action === 'malformed') {
     const text = `${JSON.stringify(body).slice(0, 40)}<!-- upstream error -->`;
     res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(text), ...headers });
     res.end(text);
     return;
   }
-  if (fault.action === 'truncated') {
+  if (fault.action === 'truncated' || fault.action === 'stall') {
     const text = Buffer.from(JSON.stringify(body));
     res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': text.length, ...headers });
-    res.write(text.subarray(0, Math.floor(text.length / 2)), () => res.destroy());
+    // Cut: the connection closes half-way. Stalled: it stays open and silent.
+    const half = text.subarray(0, Math.floor(text.length / 2));
+    res.write(half, () => (fault.action === 'truncated' ? res.destroy() : undefined));
     return;
   }
   sendJson(res, 200, body, headers);

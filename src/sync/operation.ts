@@ -68,6 +68,7 @@ export interface OperationPlan<R extends OperationResult> {
 }
 
 export async function runOperation<R extends OperationResult>(deps: SyncDeps, plan: OperationPlan<R>): Promise<R> {
+  await readApiClock(deps);
   const startedAt = deps.now();
   const id = passId(startedAt);
   // Every line logged meanwhile carries the id, the client's and the warehouse's too.
@@ -143,6 +144,7 @@ async function operate<R extends OperationResult>(
         ...(counts as object),
         ...(result.freshness ? { freshness: result.freshness } : {}),
         ...(result.rateBudget ? { rate_budget: result.rateBudget } : {}),
+        clockSkewMs: deps.api.serverClock.reading().offsetMs,
       },
       tally: result.requests,
       errors: result.errors,
@@ -151,6 +153,20 @@ async function operate<R extends OperationResult>(
   }
   if (failure !== null) throw plan.failed(result, failure);
   return result;
+}
+
+/**
+ * Reads the API's clock before anything is timed by it, when nothing has told it yet: one runs-list
+ * request of one item. A failure is left to the work itself to meet and report.
+ */
+async function readApiClock(deps: SyncDeps): Promise<void> {
+  if (!deps.apiClock || deps.apiClock.known || deps.signal.aborted) return;
+  await deps.api.listRuns({}, { limit: 1, signal: deps.signal }).catch((e: unknown) => {
+    deps.logger.debug(
+      { error: String(e) },
+      "could not read the API's clock; this machine's is used until a response tells it",
+    );
+  });
 }
 
 /** An operation that stopped: its result so far (committed work is kept) and why. */

@@ -8,7 +8,6 @@ import { openParquetTarget } from '../export/target.ts';
 import type { Logger } from '../util/logger.ts';
 import { MICROS_PER_DAY, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
 import type { WarehouseLockedError } from '../warehouse/errors.ts';
-import { systemMicros } from '../warehouse/open.ts';
 import type { SyncDeps, SyncSettings } from './types.ts';
 import { DEFAULT_LOCK_WAIT_MS, WarehouseGate } from './warehouse-gate.ts';
 
@@ -59,7 +58,9 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     ...(o.dispatcher ? { dispatcher: o.dispatcher } : {}),
     ...(o.retry ? { retry: o.retry } : {}),
   });
-  const now = o.now ?? systemMicros;
+  // Windows, caps and the horizon are compared with the API's timestamps: on the API's clock.
+  const apiClock = o.now ? undefined : api.serverClock;
+  const now = o.now ?? (() => api.serverClock.now());
   const gate = new WarehouseGate({
     dir: config.warehouseDir,
     logger: o.logger,
@@ -84,7 +85,17 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
   };
   const parquet = openParquetTarget(config.storage, { logger: o.logger, share: config.share });
   return {
-    deps: { api, gate, logger: o.logger, signal: o.signal, now, settings, budget, parquet: parquet.target },
+    deps: {
+      api,
+      gate,
+      logger: o.logger,
+      signal: o.signal,
+      now,
+      settings,
+      budget,
+      parquet: parquet.target,
+      ...(apiClock ? { apiClock } : {}),
+    },
     close: async () => {
       await api.close();
       await parquet.close();

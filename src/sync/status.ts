@@ -72,6 +72,8 @@ export interface StatusReport {
   exportPending: number;
   /** What schema evolution did, oldest first: columns and tables added for new API members. */
   schemaChanges: SchemaChange[];
+  /** The API's clock minus this machine's at the end of the last pass that read it, in ms. */
+  clockSkewMs: number | null;
 }
 
 /** The tables status counts: every resource's live and child tables, evolved ones included. */
@@ -169,6 +171,10 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
             CAST(counts->>'openRunsLongestUncheckedSeconds' AS BIGINT) AS l
      FROM _sync_audit WHERE kind = 'sync' AND finished_at IS NOT NULL ORDER BY started_at DESC LIMIT 1`,
   );
+  const [skew] = await db.all<{ k: bigint }>(
+    `SELECT CAST(counts->>'clockSkewMs' AS BIGINT) AS k FROM _sync_audit
+     WHERE (counts->>'clockSkewMs') IS NOT NULL ORDER BY started_at DESC LIMIT 1`,
+  );
   const [pending] = await db.all<{ c: bigint; oldest: bigint | null; e: string | null }>(
     `SELECT count(*) AS c, min(epoch_us(first_failed_at)) AS oldest, arg_max(last_error, last_failed_at) AS e
      FROM _sync_pending_runs`,
@@ -253,6 +259,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     freshness: { newestRunUpdatedAt: n(fresh?.u), lastFetchedAt: n(fresh?.f), lastCatalogListedAt: catalogListed },
     tableFreshness,
     exportPending: Number(dirty?.c ?? 0),
+    clockSkewMs: skew ? Number(skew.k) : null,
   };
 }
 

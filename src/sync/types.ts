@@ -1,4 +1,5 @@
 import type { ApiClient } from '../api/index.ts';
+import type { ServerClock } from '../api/server-clock.ts';
 import type { RateBudget } from '../budget/types.ts';
 import type { ParquetTarget } from '../export/tree.ts';
 import type { Logger } from '../util/logger.ts';
@@ -51,8 +52,10 @@ export interface SyncDeps {
   gate: WarehouseGate;
   logger: Logger;
   signal: AbortSignal;
-  /** The clock windows are cut with. */
+  /** The clock windows are cut with: the API's (api.serverClock), unless a test sets its own. */
   now: () => Micros;
+  /** Set when `now` follows the API's clock: a pass reads it before it cuts a window. */
+  apiClock?: ServerClock;
   settings: SyncSettings;
   /** The client's budget, read for requests per endpoint. */
   budget?: RateBudget;

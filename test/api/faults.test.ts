@@ -87,7 +87,7 @@ describe('with faults on', () => {
     sim.faults.set({ latencyRate: 1, latencyMinMs: 400, latencyMaxMs: 400 });
     sim.counters.reset();
     const t = makeClient(sim.url, sim.key, {
-      requestTimeoutMs: 80,
+      timeouts: { requestMs: 80 },
       retry: { maxAttempts: 2, baseDelayMs: 1, maxDelayMs: 5 },
     });
     const e = (await failure(t.client.getRun(reference.ids[0]!))) as ApiError;

@@ -1,6 +1,7 @@
 import { Command, InvalidArgumentError } from 'commander';
 import type { FaultConfig } from '../../simulator/faults.ts';
 import { RATE_MODELS, startSimulator } from '../../simulator/index.ts';
+import { parseDuration } from '../../util/timestamp.ts';
 import { type CliContext, EXIT_OK } from '../context.ts';
 import { endpointLimits, nonNegative, type RateFlags, rateLimitConfig, rateModel } from './simulate-rate.ts';
 
@@ -11,6 +12,8 @@ const FAULT_NAMES: Record<string, keyof FaultConfig> = {
   latency: 'latencyRate',
   malformed: 'malformedRate',
   truncated: 'truncatedRate',
+  hang: 'hangRate',
+  stall: 'stallRate',
 };
 
 export function parseFaults(text: string): Partial<FaultConfig> {
@@ -47,6 +50,14 @@ function share(v: string): number {
   return n;
 }
 
+/** A duration with an optional sign, in microseconds. */
+function signedDuration(v: string): number {
+  const negative = v.trim().startsWith('-');
+  const us = parseDuration(v.trim().replace(/^[-+]/, ''));
+  if (us === null) throw new InvalidArgumentError('expected a duration such as 20m or -20m');
+  return negative ? -us : us;
+}
+
 function positive(v: string): number {
   const n = Number(v);
   if (!Number.isFinite(n) || n <= 0) throw new InvalidArgumentError('expected a positive number');
@@ -62,6 +73,11 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--size <n>', 'runs created during the --days before the clock starts', int(0), 10_000)
     .option('--days <n>', 'days of history', positive, 30)
     .option('--now <date-time>', "the clock's start (default: now for a wall clock, the current hour for a manual one)")
+    .option(
+      '--clock-offset <duration>',
+      "a wall clock's distance from this machine's, e.g. 20m or -20m: its Date and X-RateLimit-Reset headers follow it",
+      signedDuration,
+    )
     .option('--clock <mode>', 'wall (follows real time) or manual (moves only through /_sim/clock)', 'wall')
     .option('--speed <x>', 'wall clock: simulated seconds per real second', positive, 1)
     .option('--key <key>', 'accept this API key (svc_live_…); default: a new key, printed once')
@@ -74,7 +90,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--rate-neighbour <n>', 'requests per second another consumer takes from the organization', nonNegative, 0)
     .option(
       '--faults <list>',
-      'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01',
+      'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01, hang=0.01 (never answered), stall=0.005 (a body that stops half-way, the connection left open)',
       parseFaults,
     )
     .option('--fault-seed <n>', 'seed of the fault generator', int(0), 1)
@@ -90,6 +106,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           size: number;
           days: number;
           now?: string;
+          clockOffset?: number;
           clock: string;
           speed: number;
           key?: string;
@@ -108,9 +125,9 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           seed: o.seed,
           size: o.size,
           days: o.days,
-          // A wall clock starts at the real time, so a client cutting windows by its own clock sees
-          // the runs it expects; a manual clock starts at the hour, for repeatable data.
-          ...(o.now ? { now: o.now } : o.clock === 'wall' ? { now: Date.now() * 1000 } : {}),
+          // A wall clock starts at the real time (or --clock-offset from it: an API whose clock
+          // differs from this machine's); a manual clock starts at the hour, for repeatable data.
+          ...(o.now ? { now: o.now } : o.clock === 'wall' ? { now: Date.now() * 1000 + (o.clockOffset ?? 0) } : {}),
           clock: o.clock,
           speed: o.speed,
           keys: [o.key ? { key: o.key } : {}],

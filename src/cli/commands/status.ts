@@ -1,6 +1,7 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
+import { NOTABLE_SKEW_MS } from '../../api/server-clock.ts';
 import { memoryBudgetOf } from '../../config/index.ts';
 import type { LagStats, StageLags } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
@@ -49,7 +50,9 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
         return;
       }
       if (o.json) ctx.out(JSON.stringify(jsonReport(file, report), null, 2));
-      else for (const l of [...statusLines(file, report, systemMicros()), ...queues]) ctx.out(l);
+      // The warehouse's times are the API's: read against the API's clock, as the last pass knew it.
+      const now = systemMicros() + (report.clockSkewMs ?? 0) * 1000;
+      if (!o.json) for (const l of [...statusLines(file, report, now), ...queues]) ctx.out(l);
       setExit(EXIT_OK);
     });
 }
@@ -129,6 +132,11 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   const size = statSync(file).size;
   const lines = [`warehouse     ${file} (${(size / 1e6).toFixed(1)} MB)`];
   lines.push(`watermark     ${ago(r.watermark, now)}`);
+  if (r.clockSkewMs !== null && Math.abs(r.clockSkewMs) >= NOTABLE_SKEW_MS) {
+    const by = formatSeconds(Math.abs(r.clockSkewMs) / 1000);
+    const way = r.clockSkewMs > 0 ? 'ahead of' : 'behind';
+    lines.push(`clock         the API's clock is ${by} ${way} this machine's; windows and times here are the API's`);
+  }
   lines.push(`last pass     ${r.lastPass ? passLine(r.lastPass, now) : 'none yet'}`);
   if (r.lastPass?.status === 'running')
     lines.push('              (running now, or stopped without finishing: the next pass resumes its work)');
