@@ -60,6 +60,8 @@ export interface ApiClientOptions {
 
 export interface CallOptions {
   signal?: AbortSignal;
+  /** Told each time an attempt goes on the wire, after its turn in the budget. */
+  onSend?: () => void;
 }
 
 export interface PageRequest extends CallOptions {
@@ -184,6 +186,11 @@ export class ApiClient {
       random: options.random ?? Math.random,
       userAgent: 'runsync/0.1',
     });
+  }
+
+  /** How long a run detail's answer nearly always takes once sent (null: not known yet). */
+  usualDetailMs(): number | null {
+    return this.transport.usualAnswerMs('runs.get');
   }
 
   stats(): ApiStats {
@@ -401,7 +408,13 @@ export class ApiClient {
   }
 
   private async fetchOne<T>(endpoint: EndpointName, path: string, options: CallOptions): Promise<T> {
-    const { body, requestId } = await this.transport.get({ endpoint, path, expect: 'detail', signal: options.signal });
+    const { body, requestId } = await this.transport.get({
+      endpoint,
+      path,
+      expect: 'detail',
+      signal: options.signal,
+      onSend: options.onSend,
+    });
     const problems = this.validator.check(endpointInfo(endpoint).schema, body.data);
     if (problems.length > 0) {
       this.report(endpoint, body.data, problems, requestId);

@@ -27,9 +27,13 @@ export const DEFAULT_TIMEOUTS: Readonly<TimeoutSettings> = Object.freeze({
 export const STALL_FACTOR = 8;
 /** The shortest wait ever set, whatever the recent answers took. */
 export const STALL_FLOOR_MS = 2000;
-/** Answers an endpoint needs before its own figure is trusted; until then, COLD_MS. */
-const SAMPLES_MIN = 20;
+/**
+ * Answers an endpoint needs before its own figure is trusted; until then, the figure of every
+ * endpoint's answers together, and before any answer at all, COLD_MS.
+ */
+const SAMPLES_MIN = 10;
 const COLD_MS = 10_000;
+const ANY = '*';
 /** Recent answers kept, per endpoint and phase. */
 const SAMPLES_KEPT = 200;
 
@@ -65,19 +69,31 @@ export class RequestTimeouts {
   /** The waits for one attempt at `endpoint`. */
   forAttempt(endpoint: string): AttemptTimeouts {
     return {
-      headersMs: this.limit(this.headers.get(endpoint), this.settings.headersMs),
-      bodyMs: this.limit(this.bodies.get(endpoint), this.settings.bodyMs),
+      headersMs: this.limit(this.headers, endpoint, this.settings.headersMs),
+      bodyMs: this.limit(this.bodies, endpoint, this.settings.bodyMs),
     };
   }
 
   /** An answer that came whole: how long its headers took, and then its body. */
   answered(endpoint: string, headersMs: number, bodyMs: number): void {
-    this.of(this.headers, endpoint).add(headersMs);
-    this.of(this.bodies, endpoint).add(bodyMs);
+    for (const e of [endpoint, ANY]) {
+      this.of(this.headers, e).add(headersMs);
+      this.of(this.bodies, e).add(bodyMs);
+    }
   }
 
-  private limit(recent: Recent | undefined, ceiling: number): number {
-    const p95 = recent?.p95() ?? null;
+  /**
+   * How long an answer of `endpoint` takes at most, nearly always: the 95th percentiles of its
+   * waits for headers and body, added (null before enough answers).
+   */
+  usualMs(endpoint: string): number | null {
+    const h = this.headers.get(endpoint)?.p95() ?? this.headers.get(ANY)?.p95() ?? null;
+    const b = this.bodies.get(endpoint)?.p95() ?? this.bodies.get(ANY)?.p95() ?? null;
+    return h === null || b === null ? null : h + b;
+  }
+
+  private limit(map: Map<string, Recent>, endpoint: string, ceiling: number): number {
+    const p95 = map.get(endpoint)?.p95() ?? map.get(ANY)?.p95() ?? null;
     const learned = p95 === null ? COLD_MS : Math.max(STALL_FLOOR_MS, STALL_FACTOR * p95);
     return Math.min(ceiling, learned);
   }

@@ -46,6 +46,8 @@ export interface GetRequest {
   query?: readonly QueryPair[];
   expect: Expect;
   signal?: AbortSignal | undefined;
+  /** Told each time an attempt goes on the wire (after its budget turn). */
+  onSend?: (() => void) | undefined;
 }
 
 export interface GetResult {
@@ -62,6 +64,11 @@ export class ApiTransport {
   constructor(private readonly o: TransportOptions) {
     this.secrets = [o.apiKey];
     this.details = new InFlightGauge(() => o.clock.now());
+  }
+
+  /** How long an answer of `endpoint` nearly always takes once sent (null: not known yet). */
+  usualAnswerMs(endpoint: EndpointName): number | null {
+    return this.o.timeouts.usualMs(endpoint);
   }
 
   redact(text: string): string {
@@ -81,6 +88,7 @@ export class ApiTransport {
       const detail = req.endpoint === 'runs.get';
       if (detail) this.details.granted(grant.paced ?? null);
       const sentAt = this.o.clock.now();
+      req.onSend?.();
       const outcome = await this.send(fullPath, req.endpoint, req.signal);
       if (detail && outcome.kind === 'response') this.details.answered(this.o.clock.now() - sentAt);
       const status = outcome.kind === 'response' ? outcome.status : 0;

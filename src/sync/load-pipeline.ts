@@ -3,6 +3,10 @@
 // behind the first goes into the same commit, so loads grow when the warehouse is the slow side and
 // the API budget never waits on DuckDB. An item whose details failed fatally stops the pipeline
 // after everything before it is committed: work is kept up to the last good page.
+//
+// An item may leave part of its work to a follow-up (`followUp`: details of a page that are still
+// on their way, kept pending by the page's commit). Follow-ups hold no place in the order: each is
+// committed with whatever commit comes once it is ready, and the pipeline ends when they are all in.
 
 export interface PipelineItem {
   /** Settles when the item's fetches are done; rejects when they failed fatally. */
@@ -15,6 +19,14 @@ export interface PipelineOptions<T> {
   signal: AbortSignal;
   /** The room an item takes of `ahead` (default 1). */
   weight?: (item: T) => number;
+  /** The work an item left for later, once its `ready` gave `value`; null when none. */
+  followUp?: (item: T, value: unknown) => T | null;
+}
+
+interface Entry<T> {
+  item: T;
+  settled: boolean;
+  failure: unknown;
 }
 
 export async function runPipeline<T extends PipelineItem>(
@@ -29,7 +41,8 @@ export async function runPipeline<T extends PipelineItem>(
   // A signal aborted before the pipeline began fires no event: it stops at once.
   if (options.signal.aborted) onAbort();
   else options.signal.addEventListener('abort', onAbort, { once: true });
-  const queue: { item: T; settled: boolean; failure: unknown }[] = [];
+  const queue: Entry<T>[] = [];
+  const loose: Entry<T>[] = [];
   let produced = false;
   let produceError: unknown = null;
   let wakeCommitter: (() => void) | null = null;
@@ -41,12 +54,12 @@ export async function runPipeline<T extends PipelineItem>(
     w?.();
   };
 
-  const push = async (item: T): Promise<void> => {
-    // Handlers first: the item's fetches are already under way, and a failure while it waits
-    // for room must not go unobserved.
-    const entry = { item, settled: false, failure: null as unknown };
+  const watch = (item: T): Entry<T> => {
+    const entry: Entry<T> = { item, settled: false, failure: null };
     item.ready.then(
-      () => {
+      (value) => {
+        const later = options.followUp?.(item, value) ?? null;
+        if (later) loose.push(watch(later));
         entry.settled = true;
         wake('committer');
       },
@@ -56,6 +69,13 @@ export async function runPipeline<T extends PipelineItem>(
         wake('committer');
       },
     );
+    return entry;
+  };
+
+  const push = async (item: T): Promise<void> => {
+    // Handlers first: the item's fetches are already under way, and a failure while it waits
+    // for room must not go unobserved.
+    const entry = watch(item);
     while (load >= options.ahead && !controller.signal.aborted) {
       await new Promise<void>((r) => (wakeProducer = r));
     }
@@ -79,24 +99,22 @@ export async function runPipeline<T extends PipelineItem>(
 
   try {
     for (;;) {
-      const head = queue[0];
-      if (!head) {
-        if (produced) break;
-        await new Promise<void>((r) => (wakeCommitter = r));
-        continue;
-      }
-      if (!head.settled) {
-        await new Promise<void>((r) => (wakeCommitter = r));
-        continue;
-      }
       let n = 0;
       while (n < queue.length && queue[n]?.settled && queue[n]?.failure === null) n++;
+      const done = (e: Entry<T>) => e.settled && e.failure === null;
+      const later = loose.filter(done);
+      if (n === 0 && later.length === 0) {
+        const failed = queue[0]?.settled ? queue[0] : loose.find((e) => e.settled);
+        if (failed) throw failed.failure;
+        if (produced && queue.length === 0 && loose.length === 0) break;
+        await new Promise<void>((r) => (wakeCommitter = r));
+        continue;
+      }
       const batch = queue.splice(0, n);
       for (const b of batch) load -= weigh(b.item);
+      loose.splice(0, loose.length, ...loose.filter((e) => !done(e)));
       wake('producer');
-      if (batch.length) await commit(batch.map((b) => b.item));
-      const failed = queue[0];
-      if (failed?.settled && failed.failure !== null) throw failed.failure;
+      await commit([...batch, ...later].map((b) => b.item));
     }
     if (produceError !== null) throw produceError;
   } catch (e) {
@@ -104,7 +122,7 @@ export async function runPipeline<T extends PipelineItem>(
     wake('producer');
     await producer;
     // The items still queued are dropped; their fetches end with the abort.
-    await Promise.allSettled(queue.map((q) => q.item.ready));
+    await Promise.allSettled([...queue, ...loose].map((q) => q.item.ready));
     throw e;
   } finally {
     options.signal.removeEventListener('abort', onAbort);

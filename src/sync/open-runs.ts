@@ -16,7 +16,7 @@ import {
 } from './open-due.ts';
 import { changeRate, type HazardStats, observe } from './open-hazard.ts';
 import { listTicketBatches, type OpenListing } from './open-list.ts';
-import { commitRunItems, itemWeight, NO_DETAILS, type RunItem } from './run-commit.ts';
+import { commitRunItems, itemWeight, lateDetails, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { RUNS_PAGE_SIZE } from './slice.ts';
 import { OPEN_HAZARD_KEY, OPEN_YIELD_KEY } from './state-keys.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
@@ -327,7 +327,7 @@ export async function refreshOpenRuns(
         }
       },
       (items) => commitRunItems(deps, items, counts),
-      { ahead: deps.settings.bufferedPages, signal: deps.signal, weight: itemWeight },
+      { ahead: deps.settings.bufferedPages, signal: deps.signal, weight: itemWeight, followUp: lateDetails },
     );
   } finally {
     fetcher.close();

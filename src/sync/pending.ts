@@ -1,6 +1,6 @@
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { commitRunItems, type RunItem } from './run-commit.ts';
+import { commitRunItems, lateDetails, type RunItem } from './run-commit.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // Runs listed earlier whose detail could not be fetched then (the API failed past its retries, the
@@ -30,7 +30,7 @@ export async function retryPending(deps: SyncDeps, counts: RunCounts, passNumber
         }
       },
       (items) => commitRunItems(deps, items, counts),
-      { ahead: deps.settings.bufferedPages, signal: deps.signal },
+      { ahead: deps.settings.bufferedPages, signal: deps.signal, followUp: lateDetails },
     );
   } finally {
     fetcher.close();

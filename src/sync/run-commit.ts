@@ -44,11 +44,14 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
   const loaded: string[] = [];
   const failed: { id: string; listedAt: string | null; error: string }[] = [];
   const reports: InvalidRecordReport[] = [];
+  const stragglers: { id: string; listedAt: string | null }[] = [];
   const local: Partial<RunCounts> = { fetched: 0, pending: 0, rejected: 0 };
   for (const item of items) {
     addRunCounts(counts, item.counts);
     reports.push(...(item.refused ?? []));
-    for (const r of (await item.ready).results) {
+    const batch = await item.ready;
+    for (const id of batch.stragglers?.ids ?? []) stragglers.push({ id, listedAt: item.listed.get(id) ?? null });
+    for (const r of batch.results) {
       if (r.ok) {
         details.push(r.detail);
         loaded.push(r.id);
@@ -62,7 +65,10 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     }
   }
   const fetchedAt = deps.now();
+  const done = new Set(loaded);
   const result = await loadDetails(deps, details, fetchedAt, async (tx) => {
+    for (const f of stragglers)
+      if (!done.has(f.id)) await markPending(tx, f.id, f.listedAt, STILL_FETCHING, fetchedAt, { failed: false });
     await clearPending(tx, loaded);
     for (const f of failed) await markPending(tx, f.id, f.listedAt, f.error, fetchedAt);
     await keepReports(tx, reports, fetchedAt);
@@ -157,23 +163,43 @@ async function clearPending(tx: SqlRunner, ids: readonly string[]): Promise<void
   await tx.run(`DELETE FROM _sync_pending_runs WHERE run_id IN (SELECT unnest($1::VARCHAR[]))`, [listValue([...ids])]);
 }
 
+/** Why a run whose detail is still on its way is on the pending list meanwhile. */
+const STILL_FETCHING = 'its detail was still on its way when its page was committed';
+
+/**
+ * Puts a run on the pending list. A failure counts an attempt; a detail still on its way
+ * (`failed: false`) is only kept there until it comes, so a stop meanwhile loses nothing.
+ */
 export async function markPending(
   tx: SqlRunner,
   id: string,
   listedAt: string | null,
   error: string,
   at: Micros,
+  o: { failed: boolean } = { failed: true },
 ): Promise<void> {
   const listed = listedAt === null ? null : parseTimestamp(listedAt);
+  const attempt = o.failed ? 1 : 0;
   await tx.run(
-    `INSERT INTO _sync_pending_runs VALUES ($1, ${US_TO_TSTZ('$2')}, 1, ${US_TO_TSTZ('$3')}, ${US_TO_TSTZ('$3')}, $4)
+    `INSERT INTO _sync_pending_runs VALUES ($1, ${US_TO_TSTZ('$2')}, $5, ${US_TO_TSTZ('$3')}, ${US_TO_TSTZ('$3')}, $4)
      ON CONFLICT (run_id) DO UPDATE SET
        listed_updated_at = greatest(excluded.listed_updated_at, _sync_pending_runs.listed_updated_at),
-       attempts = _sync_pending_runs.attempts + 1,
+       attempts = _sync_pending_runs.attempts + $5,
        last_failed_at = excluded.last_failed_at,
        last_error = excluded.last_error`,
-    [id, listed === null ? null : BigInt(listed), BigInt(at), error.slice(0, 2000)],
+    [id, listed === null ? null : BigInt(listed), BigInt(at), error.slice(0, 2000), attempt],
   );
+}
+
+/** The follow-up of an item whose page went on without some details (detail-fetcher.ts). */
+export function lateDetails(item: RunItem, value: unknown): RunItem | null {
+  const late = (value as DetailBatch).stragglers;
+  if (!late) return null;
+  return {
+    ready: late.rest,
+    listed: new Map(late.ids.map((id) => [id, item.listed.get(id) ?? null])),
+    counts: {},
+  };
 }
 
 function invalidReport(e: InvalidRecordError): InvalidRecordReport {

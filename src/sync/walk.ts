@@ -8,7 +8,7 @@ import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { ListAhead } from './list-ahead.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { commitRunItems, itemWeight, NO_DETAILS, type RunItem } from './run-commit.ts';
+import { commitRunItems, itemWeight, lateDetails, NO_DETAILS, type RunItem } from './run-commit.ts';
 import { type CursorRestart, RUNS_PAGE_SIZE, readSlice, type SliceAt } from './slice.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 import { slices, type Window } from './window.ts';
@@ -128,21 +128,22 @@ export async function walkRuns(
   // The state as of the last commit; each item carries the state after its page.
   let committed = state;
   try {
-    await runPipeline<RunItem & { after: WalkState }>(
+    await runPipeline<RunItem & { after?: WalkState }>(
       (push, signal) =>
         ahead.run(listWalk(deps, key, state, parts, { hooks, counts, preloaded, ahead, signal }), (l) =>
           push({ ...l, ready: l.fetch.length ? fetcher.fetch(l.fetch) : NO_DETAILS }),
         ),
       async (items) => {
         await commitRunItems(deps, items, counts);
-        committed = (items[items.length - 1] as { after: WalkState }).after;
+        // Follow-ups (details that came late) carry no position: the last page's is the walk's.
+        committed = items.findLast((i) => i.after !== undefined)?.after ?? committed;
         deps.logger.debug(
           { key, position: committed.position, listed: committed.listed, done: committed.done },
           'walk checkpoint committed',
         );
         hooks.onProgress?.(committed, parts.length);
       },
-      { ahead: deps.settings.bufferedPages, signal: deps.signal, weight: itemWeight },
+      { ahead: deps.settings.bufferedPages, signal: deps.signal, weight: itemWeight, followUp: lateDetails },
     );
   } finally {
     fetcher.close();
