@@ -142,7 +142,7 @@ function row(c: Case, o: Outcome, n: number): BenchRow {
   };
 }
 
-/** The same outcomes as one line per limiter and rate, the form the README carries. */
+/** The same outcomes as one line per limiter and rate, a compact table printed to the log. */
 function pivot(results: { c: Case; o: Outcome }[]): string[] {
   const cell = (o: Outcome | undefined, rate: number) =>
     o === undefined
