@@ -1,5 +1,7 @@
-// Every benchmark is a file `bench/<name>.bench.ts` whose default export returns rows; `npm run
-// bench` runs them all (or those named: `npm run bench -- client`) and prints one table.
+// Every benchmark is a file `bench/<name>.bench.ts` whose default export returns rows and whose
+// `method` says, in a paragraph, what it measures and how; `npm run bench` runs them all (or those
+// named: `npm run bench -- client`), prints one table and writes each bench's section of
+// docs/performance.md.
 
 export interface BenchRow {
   bench: string;
@@ -18,3 +20,10 @@ export interface BenchContext {
 }
 
 export type Bench = (ctx: BenchContext) => Promise<BenchRow[]>;
+
+/** What a bench file exports. */
+export interface BenchModule {
+  readonly default: Bench;
+  /** One paragraph for docs/performance.md: what is measured, against what, and the knobs. */
+  readonly method: string;
+}

@@ -4,14 +4,15 @@ import type { Simulator } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 import { type Burst, burst, rateLimitedSimulator, share429Row } from './rate-kit.ts';
 
-// Fetches run details from a simulator that allows R requests per second per key, at two network
-// latencies, with:
-// - the budgeted client, cold: a fresh budget that knows nothing; the client learns the limit from
-//   one runs-list page (the response that carries X-RateLimit headers) before the burst;
-// - the budgeted client, warm: the budget that just paged the runs list, as a sync does;
-// - a naive sequential loop: one request at a time, waiting out each 429's Retry-After.
-// Reports achieved rate / R and the share of requests answered 429. The budget keeps its default
-// 5% reserve for the key's other users, so 0.95 is the most it aims for.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `The API client fetching run details from a simulator that allows R requests per second per
+key (R = 50, \`BENCH_RATE_LIMIT\` to change it), at 0 and 50 ms of network latency, three ways: the
+budgeted client cold (a fresh budget that knows nothing and learns the limit from one runs-list
+page before the burst), the budgeted client warm (the budget that just paged the runs list, as a
+sync does), and a naive sequential loop that waits out each 429's Retry-After. Each case fetches
+2,000 details (\`BENCH_SCALE\` scales it) and reports the rate achieved over R and the share of
+requests answered 429. The budget keeps its default 5% reserve for the key's other users, so 0.95
+of R is the most it aims for.`;
 
 type ClientKind = 'budgeted, cold' | 'budgeted, warm' | 'naive sequential';
 const CLIENTS: ClientKind[] = ['budgeted, cold', 'budgeted, warm', 'naive sequential'];

@@ -10,12 +10,13 @@ import { loadRunDetails, openWarehouse } from '../src/warehouse/index.ts';
 import type { Warehouse } from '../src/warehouse/types.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
-// What the Parquet export after a short pass writes, on busy days (RUNS runs a day): the runs a
-// continuous pass changes are the newest ones (new runs, open runs settling), or a few scattered
-// ones (the rolling reconciliation's finds). Side by side, the same warehouse exported with each
-// partition as one file (the layout of a quiet day) and split by span of created time. Bytes
-// written are compared with the bytes of the changed runs' rows (their share of the partitions
-// they lie in).
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `What the Parquet export after a short pass writes on busy days (20,000 runs a day, two days;
+\`BENCH_SCALE\` scales it). The runs a continuous pass changes are the newest ones (new runs, open
+runs settling) or a few scattered ones (what the rolling reconciliation finds): 50 of each are
+changed, and the same warehouse is exported with each partition as one file (a quiet day's layout)
+and split by span of created time. Bytes written are compared with the bytes of the changed runs'
+rows, their share of the partitions they lie in.`;
 
 const RUNS_PER_DAY = 20_000;
 const DAYS = 2;

@@ -10,11 +10,13 @@ import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { loadRunDetails, openWarehouse } from '../src/warehouse/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
-// The Parquet export of one warehouse to local disk and to an S3-compatible bucket, side by side:
-// a full export, then the export after a short pass changed a few of the newest runs. The bucket
-// is s3rver on this machine, in this process, so the figures compare runsync's own work for an
-// object store (uploads under the generation's names, manifests, the swap, the copies into the
-// tables' folders) with renames on disk; a real store adds its network on top.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `The Parquet export of one warehouse (30,000 runs over 3 days; \`BENCH_SCALE\` scales it) to local
+disk and to an S3-compatible bucket, side by side: a full export, then the export after a short
+pass changed a few of the newest runs, two rounds each, the faster kept. The bucket is s3rver on
+this machine, in the bench's process, so the figures compare runsync's own work for an object store
+(uploads under the generation's names, manifests, the swap, the copies into the tables' folders)
+with renames on disk; a real store adds its network on top.`;
 
 const RUNS_PER_DAY = 10_000;
 const DAYS = 3;

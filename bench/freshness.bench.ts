@@ -14,15 +14,17 @@ import { CATALOG_EVERY_MINUTES, CONTINUOUS_EVERY_MS } from '../src/worker/config
 import type { Bench, BenchRow } from './bench-types.ts';
 import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
 
-// Freshness under a real rate limit (R = 50 requests/s, a fixed window), passes back to back as
-// RUNSYNC_SCHEDULE_RUNS=continuous runs them (one every 5 s, or as soon as the last one ends) and
-// the catalog every three minutes (the worker's default), for the same stream
-// of new runs (about 23 a minute) with 10,000 and with 1,000,000 runs in the open-run horizon. The
-// simulator's clock moves with the wall clock. Every change the API shows during the measured
-// minutes is timed from when it was shown to the export that put it in Parquet (the files each
-// pass wrote are read back). With 10,000 runs the reconciliation interval is 10 minutes, so whole
-// rounds are seen; with 1,000,000 it is the default hour, longer than the run: the largest lag a
-// settled run can wait is the round's length, which is read from how far the round got.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `Freshness under a real rate limit (R = 50 requests/s, a fixed window), with passes back to back as
+\`RUNSYNC_SCHEDULE_RUNS=continuous\` runs them (one every 5 s, or as soon as the last one ends) and
+the catalog snapshotted on the worker's default schedule, for the same stream of new runs (about 23
+a minute) with 10,000 and with 1,000,000 runs in the open-run horizon (\`BENCH_FRESHNESS_SIZES\`;
+\`BENCH_FRESHNESS_WARMUP\` sets the minutes of passes before the measured ones). The simulator's clock
+moves with the wall clock. Every change the API shows during the measured minutes is timed from
+when it was shown to the export that put it in Parquet (the files each pass wrote are read back); a
+change not there at the end counts at its wait so far. With 10,000 runs the reconciliation interval
+is 10 minutes, so whole rounds are seen; with 1,000,000 it is the default hour, longer than the run,
+and the largest lag a settled run can wait is the round's length, read from how far the round got.`;
 
 const R = 50;
 const RUNS_PER_DAY = 33_333;

@@ -7,17 +7,17 @@ import { RATE_MODELS, type RateModel, type RequestRecord } from '../src/simulato
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 import { type Burst, burst, rateLimitedSimulator } from './rate-kit.ts';
 
-// The rate budget against every limiter the simulator runs, at R = 5, 20, 50 and 200 requests per
-// second per key, from one worker and from three sharing the budget in Redis: each fetches its
-// share of run details with as many in flight as the pace needs (eight at least, as a sync does),
-// starting cold (nothing learned). The budget keeps no reserve here, so the goal is the key's
-// whole rate:
-// - wall ÷ (requests ÷ R): 1.00 is every request at the key's rate; below 1 means the bucket's
-//   first burst paid for part of it;
-// - 429 share, and the busiest aligned second of detail fetches against R.
-// REDIS_URL (default redis://127.0.0.1:6379) holds the shared budget. BENCH_LIMITERS, BENCH_RATES
-// and BENCH_WORKERS (comma lists) pick cases, BENCH_REPEAT runs each that many times, and
-// BENCH_TRACE=1 prints each case's tenths of a second: details, list pages and 429s answered.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `The rate budget against every limiter the simulator runs (\`--rate-model\`: fixed window, sliding
+log, token buckets whose Reset is "full again at" or "next token at", GCRA), at R = 5, 20, 50 and 200
+requests per second per key, from one worker and from three sharing the budget in Redis
+(\`REDIS_URL\`, default redis://127.0.0.1:6379). Each case starts cold and fetches its share of run
+details with as many in flight as the pace needs, as a sync does; the budget keeps no reserve, so
+the goal is the key's whole rate. Reported per case: wall time over requests ÷ R (1.00 is every
+request at the key's rate; below 1, a bucket's first burst paid for part of it), the share of 429s,
+and the busiest aligned second of detail fetches, runs-list pages and all requests.
+\`BENCH_LIMITERS\`, \`BENCH_RATES\` and \`BENCH_WORKERS\` (comma lists) pick cases, \`BENCH_REPEAT\` runs
+each that many times and \`BENCH_TRACE=1\` prints each case's tenths of a second.`;
 
 const list = (v: string | undefined, all: number[]) => (v ? v.split(',').map(Number) : all);
 const RATES = list(process.env.BENCH_RATES, [5, 20, 50, 200]);
@@ -142,7 +142,7 @@ function row(c: Case, o: Outcome, n: number): BenchRow {
   };
 }
 
-/** The same outcomes as one line per limiter and rate, the form the README carries. */
+/** The same outcomes as one line per limiter and rate, a compact table printed to the log. */
 function pivot(results: { c: Case; o: Outcome }[]): string[] {
   const cell = (o: Outcome | undefined, rate: number) =>
     o === undefined

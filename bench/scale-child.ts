@@ -19,7 +19,7 @@ import { MICROS_PER_HOUR, type Micros } from '../src/util/timestamp.ts';
 // `worker` starts the BullMQ worker (REDIS_URL, queues under a prefix of its own) with its pass at
 // start, waits for that pass to be done, and stops the worker. Only `worker` loads the worker's
 // modules (BullMQ, the jobs), as only `runsync worker` does: loaded by every command, they added
-// to the RSS of those that never use them (the README's Scale section says how much).
+// to the RSS of those that never use them.
 
 limitHeapGrowth();
 const [command, dir, url, key, nowArg, startDate, fromArg, toArg] = process.argv.slice(2) as string[];

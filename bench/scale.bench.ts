@@ -9,15 +9,17 @@ import type { Bench, BenchRow } from './bench-types.ts';
 import { bytesUnder, NOW, rawArchive, scaleWorld, type Timed, timed } from './scale-world.ts';
 import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
 
-// Every command at 10,000, 100,000 and 1,000,000 runs stored (BENCH_SCALE_SIZES, default
-// 10000,100000; the first full sync through the API only up to BENCH_SCALE_FIRST_SYNC, default
-// 100000): each in a fresh process, as a user runs it (compiled, the CLI's heap settings), timed
-// and its peak RSS read by GNU time. The world's warehouse comes straight from the generator
-// (world-warehouse.ts); its raw archive too, for `rebuild`. Steady passes run 5 minutes of the
-// world's time after the last, so each size has the same changes to fetch (the worlds create the
-// same runs a day); rolling reconciliation is off for them, since it re-checks a share of the
-// whole horizon by design. BENCH_SCALE_SKIP=rebuild,first leaves those out (for 1,000,000 they take
-// an hour).
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `Every command at 10,000, 100,000 and 1,000,000 runs stored (\`BENCH_SCALE_SIZES\`, default
+10000,100000), each in a fresh process as a user runs it (compiled, with the CLI's heap settings),
+timed, its peak RSS read by GNU time. The world's warehouse and raw archive come straight from the
+simulator's generator (cached under \`BENCH_WORLDS_DIR\`), 33,333 runs created a day. Steady passes
+run 5 minutes of the world's time after the last, so each size has the same changes to fetch, with
+rolling reconciliation off (it re-checks a share of the whole horizon by design); a third pass with
+the open-run horizon at 8 hours shows what the stored rows add to the same work. Bytes per run are
+the files' sizes over the runs stored. The first full sync through the API, unthrottled, runs up to
+\`BENCH_SCALE_FIRST_SYNC\` runs (default 100,000); \`BENCH_SCALE_SKIP=rebuild,first\` leaves out the
+rebuild and the first sync.`;
 
 const ROOT = fileURLToPath(new URL('../', import.meta.url));
 const BIN = join(ROOT, 'bin', 'runsync.js');

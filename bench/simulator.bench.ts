@@ -1,9 +1,11 @@
 import { startSimulator } from '../src/simulator/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
-// The simulator must serve a million runs without a million objects in memory: heap after paging
-// 20,000 summaries and fetching 2,000 details, at 10,000 and at 1,000,000 runs, side by side.
-// Tool options count every run: the first request reads them all, later ones only what changed.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `The simulator serving a million runs without a million objects in memory: its heap after paging
+20,000 summaries and fetching 2,000 details, the rates it serves them at, and the time of the
+tool-options list (which counts every run: the first request reads them all, later ones only what
+changed), at 10,000 and at 1,000,000 runs, side by side.`;
 
 interface Measured {
   heapMb: number;

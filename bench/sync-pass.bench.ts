@@ -16,14 +16,15 @@ import {
 import { openWarehouse } from '../src/warehouse/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
-// The sync engine's cost, against the simulator:
-// - steady state: after a first pass, the clock moves on (5 minutes, then an hour) and one pass
-//   runs; its requests are compared with the least the API allows for what changed:
-//   list pages (the window's runs / 100, the open runs / 100) + k new + c changed details +
-//   catalog pages + 1 tool-options request. Every change in this data happens to a run still
-//   open, so the plain pass must catch all of it (the bench checks it did).
-// - first full sync under a per-key limit of R requests/s: wall time / (requests / R); the budget
-//   leaves 5% of the key to its other users, so about 1.05 is the floor.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `The sync engine's cost against the simulator. Steady state: after a first pass the clock moves on
+(5 minutes, then an hour) and one pass runs; its requests are compared with the least the API
+allows for what changed (list pages for the window's runs and the open runs, one detail per new or
+changed run, the catalog pages and the tool options); every change in this data happens to a run
+still open, so the plain pass must catch all of it, and the bench checks it did. First full sync:
+2,000 runs (\`BENCH_SCALE\` scales it) under a per-key limit of R = 50 requests/s
+(\`BENCH_RATE_LIMIT\`), wall time over requests ÷ R; the budget leaves 5% of the key to its other
+users, so about 1.05 is the floor.`;
 
 const NOW = '2026-03-01T00:00:00Z';
 const SETTLE = 5 * MICROS_PER_SECOND;

@@ -11,17 +11,16 @@ import { toJsonText } from '../src/warehouse/json-text.ts';
 import { DEFAULT_MEMORY_LIMIT } from '../src/warehouse/open.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
-// Loads N run details from the simulator's generator (N = 20,000 at scale 1: about a million
-// child rows) and compares the rate with DuckDB's own read_json + unnest of the same raw file,
-// the ceiling. Every measurement runs in a fresh process, so peak memory is its own; the ceiling
-// runs before and after the loads and the faster of the two is the goal's reference; the load at N
-// runs twice as well and is taken the same way, so a noisy neighbour weighs on both alike. CPU
-// time (all threads) is shown beside the wall time: it is what a busy machine disturbs least.
-//
-// Batches are of 400 run details, two in flight (the loader checks and archives the next batch
-// while DuckDB merges the previous one): the sync engine commits every page whose details have
-// arrived together, up to 8 pages of 100, so a backlog is loaded in batches of this size. One
-// page per commit (100) is measured too.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `Loading N run details from the simulator's generator (N = 20,000, about a million child rows;
+\`BENCH_SCALE\` scales it) with checking, raw archive, staging, merge and checkpoint, in batches of
+400 with two in flight (the loader checks and archives the next batch while DuckDB merges the
+previous one), compared with DuckDB's own \`read_json\` + \`unnest\` of the same file, the ceiling.
+Every measurement runs in a fresh process of the compiled code, so its peak memory is its own; the
+ceiling runs before and after the loads and the faster is taken, as for the load at N, so a noisy
+neighbour weighs on both alike. CPU time of all threads is shown beside the wall time. Also: one
+page (100 runs) per commit, the load as the sync engine commits it (a warehouse unit per batch),
+peak RSS at N and 4N with the CLI's heap growth and with V8's own, and the full Parquet export.`;
 
 // The child runs compiled (dist/, as `npx runsync` runs), so its memory is what users see; the
 // TypeScript loader alone would add about 20 MB. `npm run bench` builds first.

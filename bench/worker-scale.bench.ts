@@ -10,12 +10,12 @@ import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR } from '../src/util/ti
 import { systemMicros } from '../src/warehouse/index.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
 
-// The worker fleet under one key:
-// - detail throughput of 1, 2 and 4 `runsync worker` processes sharing a budget of R requests/s:
-//   it must stay at the budget, not multiply with the workers;
-// - Redis memory while a 200,000-run backfill is enqueued and being worked through: flat, since
-//   work is enqueued slice by slice and page by page.
-// Each case has its own Redis (a redis-server on a free port) and its own simulator.
+/** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
+export const method = `The worker fleet under one key: the detail throughput of 1, 2 and 4 \`runsync worker\` processes
+sharing a budget of R = 50 requests/s (\`BENCH_RATE_LIMIT\`), which must stay at the budget rather
+than multiply with the workers, and Redis memory while a 200,000-run backfill is enqueued and being
+worked through, which stays flat since work is enqueued slice by slice and page by page. Each case
+has its own Redis (a redis-server on a free port) and its own simulator.`;
 
 const R = Number(process.env.BENCH_RATE_LIMIT ?? '50');
 const MAIN = fileURLToPath(new URL('../src/cli/main.ts', import.meta.url));

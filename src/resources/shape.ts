@@ -1,11 +1,14 @@
 import type { ColumnKind, ColumnSpec } from './types.ts';
 
 // Resources declare their columns as the shape of the payload: a member's kind ('text',
-// 'timestamptz!' when required, 'text[]' for a list), or the shape of a nested object whose
-// scalar members become parent_member columns. The naming rule below names declared and newly
-// seen members alike, so a member the API adds lands where a reader would look for it.
+// 'timestamptz!' when required, 'text[]' for a list) with what the column means for a reader of
+// the warehouse, or the shape of a nested object whose scalar members become parent_member
+// columns. The naming rule below names declared and newly seen members alike, so a member the API
+// adds lands where a reader would look for it.
 
-export type MemberDecl = string | Shape;
+/** A member's kind and its meaning, as the warehouse reference (docs/warehouse.md) shows it. */
+export type Member = readonly [kind: string, about: string];
+export type MemberDecl = Member | Shape;
 export interface Shape {
   readonly [member: string]: MemberDecl;
 }
@@ -58,20 +61,23 @@ function identifierPart(member: string): string {
   return /^[0-9]/.test(safe) ? `_${safe}` : safe.slice(0, 60);
 }
 
+const isMember = (decl: MemberDecl): decl is Member => Array.isArray(decl);
+
 /** The columns of a shape, in declaration order. A kind may name its column: 'text[] ticket_tags'. */
 export function columnsOf(shape: Shape, parents: readonly string[] = []): ColumnSpec[] {
   const out: ColumnSpec[] = [];
   for (const [member, decl] of Object.entries(shape)) {
     const path = [...parents, member];
-    if (typeof decl !== 'string') {
+    if (!isMember(decl)) {
       out.push(...columnsOf(decl, path));
       continue;
     }
-    const [type = '', rename] = decl.split(' ');
+    const [spec, about] = decl;
+    const [type = '', rename] = spec.split(' ');
     const required = type.endsWith('!');
     const kind = KINDS[required ? type.slice(0, -1) : type];
-    if (kind === undefined) throw new Error(`unknown column kind ${JSON.stringify(decl)} at ${path.join('.')}`);
-    out.push({ name: rename ?? columnName(path), kind, path, ...(required ? { required } : {}) });
+    if (kind === undefined) throw new Error(`unknown column kind ${JSON.stringify(spec)} at ${path.join('.')}`);
+    out.push({ name: rename ?? columnName(path), kind, path, about, ...(required ? { required } : {}) });
   }
   return out;
 }

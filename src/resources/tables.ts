@@ -24,6 +24,8 @@ export interface TableColumn {
   readonly name: string;
   readonly type: string;
   readonly notNull?: boolean;
+  /** What it holds (docs/warehouse.md); absent only for columns schema evolution added. */
+  readonly about?: string;
 }
 
 export type TableRole = 'live' | 'child' | 'history' | 'child-history' | 'derived';
@@ -40,103 +42,168 @@ export interface TableDef {
   readonly orderBy: string;
   /** For a derived table: the table it selects from, and how. */
   readonly derivedFrom?: { readonly table: string; readonly where: string };
+  /** What a row is (docs/warehouse.md); absent only for child tables schema evolution made. */
+  readonly about?: string;
 }
 
 const VERSION_COLUMNS: readonly TableColumn[] = [
-  { name: 'valid_from', type: 'TIMESTAMPTZ', notNull: true },
-  { name: 'valid_to', type: 'TIMESTAMPTZ' },
-  { name: 'is_deleted', type: 'BOOLEAN', notNull: true },
+  {
+    name: 'valid_from',
+    type: 'TIMESTAMPTZ',
+    notNull: true,
+    about: 'When this version was first seen: the time of the snapshot that recorded it.',
+  },
+  {
+    name: 'valid_to',
+    type: 'TIMESTAMPTZ',
+    about: 'When the next version (or the deletion) was seen; null while this version is current.',
+  },
+  {
+    name: 'is_deleted',
+    type: 'BOOLEAN',
+    notNull: true,
+    about: 'Whether this version records the object gone from the listing (deleted or unpublished).',
+  },
 ];
 
+const PARTITION: TableColumn = {
+  name: PARTITION_COLUMN,
+  type: 'DATE',
+  notNull: true,
+  about: "The UTC day of the run's created_at: the Parquet partition its rows lie in.",
+};
+
 function asColumn(c: ColumnSpec, key: boolean): TableColumn {
-  return { name: c.name, type: SQL_TYPE[c.kind], ...(c.required || key ? { notNull: true } : {}) };
+  return {
+    name: c.name,
+    type: SQL_TYPE[c.kind],
+    ...(c.required || key ? { notNull: true } : {}),
+    ...(c.about === undefined ? {} : { about: c.about }),
+  };
 }
 
 /** The child table's own columns: parent key, the item's key, its position, the rest. */
-export function childColumns(child: ChildSpec): TableColumn[] {
+export function childColumns(child: ChildSpec, parent?: ResourceSpec): TableColumn[] {
   const keyCol = child.columns.find((c) => c.name === child.key);
-  const out: TableColumn[] = [{ name: child.parentKey, type: 'VARCHAR', notNull: true }];
+  const of = parent ? ` (${parent.table}.${parent.key})` : '';
+  const out: TableColumn[] = [
+    { name: child.parentKey, type: 'VARCHAR', notNull: true, about: `The row's parent${of}.` },
+  ];
   if (keyCol) out.push(asColumn(keyCol, true));
   if (child.positionColumn !== undefined) {
     out.push({
       name: child.positionColumn,
       type: 'BIGINT',
       ...(child.key === child.positionColumn ? { notNull: true } : {}),
+      about: `Position of the item in its parent's \`${child.member}\` array, from 0.`,
     });
   }
   for (const c of child.columns) if (c !== keyCol) out.push(asColumn(c, false));
   return out;
 }
 
-export function tablesOf(r: ResourceSpec): TableDef[] {
-  const partitioned = r.partitionBy !== undefined;
-  const part: TableColumn[] = partitioned ? [{ name: PARTITION_COLUMN, type: 'DATE', notNull: true }] : [];
-  const live = r.columns.map((c) => asColumn(c, c.name === r.key));
-  const own: TableColumn[] =
-    r.merge === 'latest'
-      ? [
-          { name: 'fetched_at', type: 'TIMESTAMPTZ', notNull: true },
-          { name: 'payload_hash', type: 'VARCHAR', notNull: true },
-        ]
-      : r.merge === 'whole-list'
-        ? [{ name: 'fetched_at', type: 'TIMESTAMPTZ', notNull: true }]
-        : [];
+const FETCHED_AT: TableColumn = {
+  name: 'fetched_at',
+  type: 'TIMESTAMPTZ',
+  notNull: true,
+  about: 'When runsync fetched the payload this row came from.',
+};
+
+/** Columns runsync adds to a resource's live table, by how the table is merged. */
+function ownColumns(r: ResourceSpec): TableColumn[] {
+  if (r.merge === 'whole-list') return [FETCHED_AT];
+  if (r.merge !== 'latest') return [];
+  const hash: TableColumn = {
+    name: 'payload_hash',
+    type: 'VARCHAR',
+    notNull: true,
+    about: 'A hash of the payload stored: a payload of the same updated_at with other content replaces the row.',
+  };
+  return [FETCHED_AT, hash];
+}
+
+function historyTables(r: ResourceSpec, live: readonly TableColumn[], partitioned: boolean): TableDef[] {
   const base = { resource: r, partitioned };
+  const hash: TableColumn = {
+    name: 'content_hash',
+    type: 'VARCHAR',
+    notNull: true,
+    about: "A hash of the version's content (its children included): a new hash is a new version.",
+  };
+  const versions = 'one row per version seen, `valid_to` null on the current one';
   const out: TableDef[] = [
     {
-      ...base,
-      name: r.table,
-      role: 'live',
-      columns: [...live, ...part, ...own],
-      // Runs are kept unique by the merge (their rows are deleted by id, then inserted), as their
-      // children are: a unique index holds every stored key in memory while a batch commits, which
-      // grows with the warehouse (tens of MB at a million runs).
-      primaryKey: r.merge === 'latest' ? [] : [r.key],
-      orderBy: r.orderBy,
-    },
-  ];
-  const keyed = r.merge === 'history';
-  for (const child of r.children) {
-    const cols = childColumns(child);
-    out.push({
-      ...base,
-      name: child.table,
-      role: 'child',
-      child,
-      columns: [...cols, ...part],
-      // Run children are kept unique by the merge, not an index, so bulk merges stay cheap.
-      primaryKey: keyed ? [child.parentKey, child.key] : [],
-      orderBy: child.orderBy,
-    });
-  }
-  for (const d of r.derived) {
-    const of = out.find((t) => t.name === d.of);
-    if (!of) throw new Error(`${d.name} derives from ${d.of}, which ${r.table} does not have`);
-    out.push({ ...of, name: d.name, role: 'derived', primaryKey: [], derivedFrom: { table: d.of, where: d.where } });
-  }
-  if (r.merge === 'history') {
-    const hash: TableColumn = { name: 'content_hash', type: 'VARCHAR', notNull: true };
-    out.push({
       ...base,
       name: `${r.table}_history`,
       role: 'history',
       columns: [...live.map((c) => (c.name === r.key ? { ...c, notNull: true } : c)), hash, ...VERSION_COLUMNS],
       primaryKey: [r.key, 'valid_from'],
       orderBy: `${r.key}, valid_from`,
+      about: `Every version of ${r.table} (type 2): ${versions}, deletions included.`,
+    },
+  ];
+  for (const child of r.children) {
+    const order = child.orderBy.split(', ');
+    out.push({
+      ...base,
+      name: `${child.table}_history`,
+      role: 'child-history',
+      child,
+      columns: [...childColumns(child, r), ...VERSION_COLUMNS],
+      primaryKey: [child.parentKey, child.key, 'valid_from'],
+      orderBy: [order[0], 'valid_from', ...order.slice(1)].join(', '),
+      about: `Every version of ${child.table}: ${versions}, valid as the version of its parent.`,
     });
-    for (const child of r.children) {
-      const order = child.orderBy.split(', ');
-      out.push({
-        ...base,
-        name: `${child.table}_history`,
-        role: 'child-history',
-        child,
-        columns: [...childColumns(child), ...VERSION_COLUMNS],
-        primaryKey: [child.parentKey, child.key, 'valid_from'],
-        orderBy: [order[0], 'valid_from', ...order.slice(1)].join(', '),
-      });
-    }
   }
+  return out;
+}
+
+export function tablesOf(r: ResourceSpec): TableDef[] {
+  const partitioned = r.partitionBy !== undefined;
+  const part: TableColumn[] = partitioned ? [PARTITION] : [];
+  const live = r.columns.map((c) => asColumn(c, c.name === r.key));
+  const base = { resource: r, partitioned };
+  const out: TableDef[] = [
+    {
+      ...base,
+      name: r.table,
+      role: 'live',
+      columns: [...live, ...part, ...ownColumns(r)],
+      // Runs are kept unique by the merge (their rows are deleted by id, then inserted), as their
+      // children are: a unique index holds every stored key in memory while a batch commits, which
+      // grows with the warehouse (tens of MB at a million runs).
+      primaryKey: r.merge === 'latest' ? [] : [r.key],
+      orderBy: r.orderBy,
+      about: r.about,
+    },
+  ];
+  const keyed = r.merge === 'history';
+  for (const child of r.children) {
+    out.push({
+      ...base,
+      name: child.table,
+      role: 'child',
+      child,
+      columns: [...childColumns(child, r), ...part],
+      // Run children are kept unique by the merge, not an index, so bulk merges stay cheap.
+      primaryKey: keyed ? [child.parentKey, child.key] : [],
+      orderBy: child.orderBy,
+      ...(child.about === undefined ? {} : { about: child.about }),
+    });
+  }
+  for (const d of r.derived) {
+    const of = out.find((t) => t.name === d.of);
+    if (!of) throw new Error(`${d.name} derives from ${d.of}, which ${r.table} does not have`);
+    out.push({
+      ...of,
+      name: d.name,
+      role: 'derived',
+      primaryKey: [],
+      derivedFrom: { table: d.of, where: d.where },
+      about: d.about,
+    });
+  }
+  if (r.merge === 'history') out.push(...historyTables(r, live, partitioned));
   return out;
 }
 

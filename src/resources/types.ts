@@ -25,6 +25,8 @@ export interface ColumnSpec {
   readonly required?: boolean;
   /** Added to the table after its declaration, when the API first sent the member. */
   readonly evolved?: boolean;
+  /** What the column holds, for the warehouse reference; declared columns all have one. */
+  readonly about?: string;
 }
 
 /** An array member of a resource whose items are rows of a table of their own. */
@@ -43,6 +45,8 @@ export interface ChildSpec {
   readonly columns: readonly ColumnSpec[];
   /** Sort order of the exported files, for reproducible output. */
   readonly orderBy: string;
+  /** What a row is, for the warehouse reference; declared child tables all have one. */
+  readonly about?: string;
 }
 
 /** A view over a table that the export writes like a table (run_tool_calls). */
@@ -50,6 +54,7 @@ export interface DerivedTable {
   readonly name: string;
   readonly of: string;
   readonly where: string;
+  readonly about: string;
 }
 
 export type ArchiveName = 'runs' | 'tools' | 'agents' | 'guidelines' | 'guardrails' | 'runbooks' | 'tool-options';
@@ -96,4 +101,6 @@ export interface ResourceSpec {
   readonly orderBy: string;
   /** How status and logs name the resource. */
   readonly label: string;
+  /** What a row of the live table is, for the warehouse reference. */
+  readonly about: string;
 }

@@ -34,13 +34,18 @@ describe('member naming', () => {
     expect(columnName(['☃'])).toBe('member');
   });
 
-  it('reads a declaration as columns in order, with required members and renames', () => {
-    expect(columnsOf({ id: 'text!', tags: 'text[] labels', meta: { size: 'bigint' } })).toEqual([
-      { name: 'id', kind: 'text', path: ['id'], required: true },
-      { name: 'labels', kind: 'text_list', path: ['tags'] },
-      { name: 'meta_size', kind: 'bigint', path: ['meta', 'size'] },
+  it('reads a declaration as columns in order, with required members, renames and meanings', () => {
+    const shape = {
+      id: ['text!', 'the id'],
+      tags: ['text[] labels', 'tags'],
+      meta: { size: ['bigint', 'bytes'] },
+    } as const;
+    expect(columnsOf(shape)).toEqual([
+      { name: 'id', kind: 'text', path: ['id'], about: 'the id', required: true },
+      { name: 'labels', kind: 'text_list', path: ['tags'], about: 'tags' },
+      { name: 'meta_size', kind: 'bigint', path: ['meta', 'size'], about: 'bytes' },
     ]);
-    expect(() => columnsOf({ x: 'varchar' })).toThrow(/unknown column kind/);
+    expect(() => columnsOf({ x: ['varchar', 'x'] })).toThrow(/unknown column kind/);
   });
 
   it('derives every table of every resource, the history tables with their version columns', () => {

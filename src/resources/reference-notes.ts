@@ -1,0 +1,173 @@
+// What the warehouse's bookkeeping tables hold, for the warehouse reference (docs/warehouse.md).
+// Their DDL lives in schemas/duckdb (numbered files, applied once and never edited), so their
+// meanings are kept here, one line per column; the reference test fails when a table or column of
+// a freshly migrated warehouse has no line here, or a line names one that does not exist.
+
+export interface BookkeepingNote {
+  /** What a row is, and who reads the table. */
+  readonly about: string;
+  readonly columns: Readonly<Record<string, string>>;
+}
+
+export const BOOKKEEPING: Readonly<Record<string, BookkeepingNote>> = {
+  _sync_audit: {
+    about: 'One row per pass, backfill or snapshot: written when it starts, completed when it ends.',
+    columns: {
+      id: "The pass's id, as its log lines carry it.",
+      kind: 'sync, reconcile, snapshot, backfill or pending.',
+      started_at: 'When it started.',
+      finished_at: 'When it ended; null while it runs, or when it was killed.',
+      status: 'running, ok, partial (a resource was refused), failed or interrupted.',
+      counts:
+        'What it did, as JSON: runs listed, fetched and loaded, catalog versions, freshness lags, cursor restarts…',
+      requests: 'API requests it made.',
+      rate_limited: 'How many of them were answered 429.',
+      errors: 'The errors it met, as JSON.',
+      requests_by_endpoint: 'Its requests per endpoint, as JSON.',
+      retries: 'Requests it sent again after a failure.',
+      window_from: 'Start of the created-time window it read.',
+      window_to: 'End (excluded) of the created-time window it read.',
+    },
+  },
+  _sync_state: {
+    about: 'Small named values the sync keeps: the watermark, the walks in progress and their cursors.',
+    columns: {
+      key: 'The name, e.g. `runs.watermark`, `runs.live`, `runs.rolling`.',
+      value: 'The value, as JSON.',
+      updated_at: 'When it was last written.',
+    },
+  },
+  _sync_open_runs: {
+    about: 'The runs not yet settled, checked again by every pass until they settle or leave the horizon.',
+    columns: {
+      run_id: 'The run (runs.id).',
+      created_at: "The run's created_at.",
+      updated_at: "The run's updated_at when last loaded.",
+      reason: 'Why it is open: running, paused, waiting_for_approval, scheduled_to_resume or resolution_pending.',
+      last_checked_at: 'When a pass last looked at it.',
+    },
+  },
+  _sync_pending_runs: {
+    about: 'Runs whose detail could not be fetched when listed; fetched again at the end of every pass.',
+    columns: {
+      run_id: 'The run (runs.id).',
+      listed_updated_at: "The summary's updated_at when it was last listed.",
+      attempts: 'How many times the detail was asked for.',
+      first_failed_at: 'When it first failed.',
+      last_failed_at: 'When it last failed.',
+      last_error: 'Why it last failed.',
+    },
+  },
+  _sync_rejected: {
+    about: 'Payloads the API sent that break their schema, kept whole (secrets masked) with the reason.',
+    columns: {
+      endpoint: 'The endpoint it came from.',
+      record_id: "The record's id, when it had one.",
+      fetched_at: 'When it was fetched.',
+      reason: 'What is wrong with it.',
+      payload: 'The payload, as JSON text.',
+    },
+  },
+  _sync_export_dirty: {
+    about: 'What changed since the last Parquet export; the export rewrites these and clears them.',
+    columns: {
+      table_name: 'The table that changed.',
+      created_date: 'The partition that changed; null for a catalog table (one file).',
+      created_at: 'The created time of the run that changed, so only the file of its span is rewritten.',
+    },
+  },
+  _sync_export_layout: {
+    about: 'The span of created time each partition of the run tables was given when first written.',
+    columns: {
+      created_date: 'The partition.',
+      span_minutes: 'Minutes of created time per file: 1440 is one `data.parquet`, less is `part-HHMM.parquet` files.',
+    },
+  },
+  _sync_schema_changes: {
+    about: 'Every change schema evolution made to the tables, in order (`runsync status` lists them).',
+    columns: {
+      seq: 'Order of the change.',
+      changed_at: 'When it was made.',
+      resource: 'The resource (its live table).',
+      table_name: 'The table changed, or made.',
+      change: 'column (a new column), widen (a wider type), child-table (a new table) or held (evolution off).',
+      column_name: 'The column added or widened; null for a new child table.',
+      path: 'The API member, as a path of member names.',
+      column_type: 'The new type.',
+      previous_type: 'The type before a widening.',
+    },
+  },
+  _sync_run_keys: {
+    about: 'A hash of every stored run id beside its created_date: which days to look in for a run.',
+    columns: {
+      id_hash: 'The first 64 bits of the md5 of the run id.',
+      created_date: 'A day the run lies in.',
+    },
+  },
+  _sync_migrations: {
+    about: 'The schema files (schemas/duckdb) applied to this warehouse.',
+    columns: {
+      version: "The file's number.",
+      name: "The file's name.",
+      checksum: "A hash of the file's text when it was applied.",
+      applied_at: 'When it was applied.',
+    },
+  },
+  _report_runs_day: {
+    about: 'Runs per day, agent and resolution type, summed for `runsync report`.',
+    columns: {
+      created_date: 'The day.',
+      agent_id: 'The agent.',
+      resolution_type: 'The resolution type.',
+      runs: 'Runs.',
+      agent_named_at: 'The created_at of the newest of those runs that named the agent.',
+      agent_name: 'The name that run carried.',
+    },
+  },
+  _report_tool_calls_day: {
+    about: 'Tool calls per day, recorded tool name and type, and duration bucket, for `runsync report`.',
+    columns: {
+      created_date: 'The day.',
+      tool_name: 'The recorded tool name.',
+      tool_type: 'The tool type.',
+      duration_bucket: 'The duration, as hundredths of its natural logarithm (null: none).',
+      calls: 'Calls.',
+      errors: 'Calls with an error.',
+    },
+  },
+  _report_evaluation_values_day: {
+    about: 'Evaluations per day, attribute and value, for `runsync report`.',
+    columns: {
+      created_date: 'The day.',
+      attribute_id: 'The evaluation attribute.',
+      value: 'The value.',
+      evaluations: 'Evaluations.',
+    },
+  },
+  _report_attributes_day: {
+    about: 'Evaluations per day and attribute, for `runsync report`.',
+    columns: {
+      created_date: 'The day.',
+      attribute_id: 'The evaluation attribute.',
+      evaluations: 'Evaluations.',
+      runs: 'Runs with one.',
+      named_at: 'When the latest name was recorded.',
+      attribute_name: 'The latest name recorded.',
+    },
+  },
+  _report_waiting_day: {
+    about: 'Runs waiting for an approval, per day, for `runsync report`.',
+    columns: {
+      created_date: 'The day.',
+      run_id: 'The run.',
+      agent_name: "The run's agent.",
+      pending_tool_name: 'The tool awaiting approval.',
+      ticket_title: "The ticket's title.",
+      since: 'When the pending step asked, or the run last changed.',
+    },
+  },
+  _report_days: {
+    about: 'The days summed in every `_report_*` table; other days are summed from the tables when needed.',
+    columns: { created_date: 'The day.' },
+  },
+};
