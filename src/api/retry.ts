@@ -14,6 +14,7 @@ import {
   ServerError,
   TimeoutError,
 } from './errors.ts';
+import { wellFormedJson } from './well-formed.ts';
 
 // The one place that decides what a response or a failed request means: success, fatal, retriable
 // (with backoff) or wait (429, for Retry-After, shared through the budget). Errors are classified by
@@ -126,7 +127,7 @@ export function classify(outcome: Outcome, ctx: ClassifyContext): Verdict {
   }
 
   const { status, headers } = outcome;
-  const parsed = parseJson(outcome.body);
+  const parsed = wellFormedJson(parseJson(outcome.body), outcome.body);
   const errorObj =
     isRecord(parsed) && isRecord(parsed.error) && typeof parsed.error.code === 'string' ? parsed.error : null;
   const code = errorObj ? (errorObj.code as string) : null;

@@ -8,10 +8,12 @@ import type { Micros } from '../util/timestamp.ts';
 //
 // The model: a response's Date (whole seconds, rounded down) was stamped between the request's
 // sending and its answer's arrival on this machine's clock, so each response bounds the offset
-// (API minus local) to an interval, [Date - arrived, Date + 1 s - sent]. The estimate is the middle
-// of the intersection of the intervals seen; it narrows to a few milliseconds within a handful of
-// responses. Intervals that no longer meet mean a clock was stepped (NTP, a suspended VM): the
-// estimate starts again from the latest response.
+// (API minus local) to an interval, [Date - arrived, Date + 1 s - sent]. The intersection of the
+// intervals seen narrows to a few milliseconds within a handful of responses. The offset used is
+// the point of it nearest to zero: clocks that agree as far as the responses can tell are taken to
+// agree exactly, and a skew is corrected by no more than the responses prove. Intervals that no
+// longer meet mean a clock was stepped (NTP, a suspended VM): the estimate starts again from the
+// latest response.
 
 export interface ClockReading {
   /** The API's clock minus this machine's, in milliseconds; null before any response carried Date. */
@@ -47,7 +49,8 @@ export class ServerClock {
 
   reading(): ClockReading {
     if (!Number.isFinite(this.lo)) return { offsetMs: null, uncertaintyMs: null };
-    return { offsetMs: Math.round((this.lo + this.hi) / 2), uncertaintyMs: Math.round(this.hi - this.lo) };
+    const nearestZero = Math.min(this.hi, Math.max(this.lo, 0));
+    return { offsetMs: Math.round(nearestZero), uncertaintyMs: Math.round(this.hi - this.lo) };
   }
 
   get known(): boolean {

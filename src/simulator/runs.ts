@@ -7,6 +7,7 @@ import {
   type Micros,
 } from '../util/timestamp.ts';
 import type { CatalogEntity, Json, SimCatalog } from './catalog.ts';
+import { hostileDetail, hostileTitle, isHostile } from './hostile.ts';
 import { hashKeys, indexedUuid, indexOfUuid, type Rng, rngFor } from './random.ts';
 import { deepJson, jsonValue, paragraph, personName, sentence, title } from './text.ts';
 
@@ -31,6 +32,8 @@ export interface RunUniverseOptions {
   /** Share of tool calls whose output is large (about `largeOutputBytes`). */
   largeOutputFraction: number;
   largeOutputBytes: number;
+  /** Share of runs whose payloads are hostile (hostile.ts): odd text, every JSON type, huge runs. */
+  hostileFraction: number;
 }
 
 export interface RunVersion {
@@ -500,7 +503,12 @@ export class RunUniverse {
   }
 
   ticketTitle(plan: RunPlan): string {
-    return title(rngFor(this.opts.seed, 'ticket-title', plan.ticketNo));
+    const plain = title(rngFor(this.opts.seed, 'ticket-title', plan.ticketNo));
+    return this.hostile(plan) ? hostileTitle(this.opts.seed, plan.index, plain) : plain;
+  }
+
+  private hostile(plan: RunPlan): boolean {
+    return isHostile(this.opts.seed, plan.index, this.opts.hostileFraction);
   }
 
   agentSnapshot(plan: RunPlan): { id: string; name: string; description: string } {
@@ -703,7 +711,8 @@ export class RunUniverse {
       steps,
       evaluation_attributes,
     };
-    return this.grownSince !== null && v.at >= this.grownSince ? this.grown(plan, detail) : detail;
+    const odd = this.hostile(plan) ? hostileDetail(this.opts.seed, plan.index, detail) : detail;
+    return this.grownSince !== null && v.at >= this.grownSince ? this.grown(plan, odd) : odd;
   }
 
   private grown(plan: RunPlan, detail: Json): Json {
@@ -829,4 +838,5 @@ export const DEFAULT_RUN_OPTIONS = {
   postSettleFraction: 0.05,
   largeOutputFraction: 0.001,
   largeOutputBytes: 64 * 1024,
+  hostileFraction: 0,
 } as const;

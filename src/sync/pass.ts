@@ -5,7 +5,7 @@ import { type SnapshotResult, snapshotCatalog } from './catalog.ts';
 import { reconcileHorizon, syncLiveWindow } from './live.ts';
 import { recordOpenRuns, refreshOpenRuns } from './open-runs.ts';
 import { exportCounts, OperationError, type OperationResult, runOperation } from './operation.ts';
-import { retryPending } from './pending.ts';
+import { retryPending, unloadableLines, unloadableRuns } from './pending.ts';
 import { type RollingResult, rollHorizon } from './rolling.ts';
 import { emptyRunCounts, type RunCounts, type SyncDeps } from './types.ts';
 import type { Window } from './window.ts';
@@ -159,6 +159,7 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
       wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
     );
     result.pendingRetried = await retryPending(deps, result.runs, Number(passes[0]?.n ?? 0));
+    result.errors.push(...unloadableLines(await deps.gate.use((wh) => unloadableRuns(wh, 5))));
     const listedFrom = options.reconcile ? horizonStart : window.from;
     result.openRunsTracked = await deps.gate.use((wh) =>
       recordOpenRuns(wh, horizonStart, deps.now(), listedFrom, checked),

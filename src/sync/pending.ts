@@ -1,6 +1,7 @@
+import type { SqlRunner } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
 import { runPipeline } from './load-pipeline.ts';
-import { commitRunItems, lateDetails, type RunItem } from './run-commit.ts';
+import { commitRunItems, lateDetails, type RunItem, UNLOADABLE } from './run-commit.ts';
 import type { RunCounts, SyncDeps } from './types.ts';
 
 // Runs listed earlier whose detail could not be fetched then (the API failed past its retries, the
@@ -36,4 +37,24 @@ export async function retryPending(deps: SyncDeps, counts: RunCounts, passNumber
     fetcher.close();
   }
   return due.length;
+}
+
+/** Runs fetched whose payload the warehouse refused: on the pending list, named by every pass. */
+export async function unloadableRuns(db: SqlRunner, limit = 10): Promise<{ id: string; error: string; n: number }[]> {
+  const rows = await db.all<{ id: string; error: string; n: bigint }>(
+    `SELECT run_id AS id, last_error AS error, count(*) OVER () AS n FROM _sync_pending_runs
+     WHERE starts_with(last_error, $1) ORDER BY first_failed_at, run_id LIMIT $2`,
+    [UNLOADABLE, limit],
+  );
+  return rows.map((r) => ({ id: r.id, error: r.error.slice(UNLOADABLE.length), n: Number(r.n) }));
+}
+
+/** One line per run the warehouse refused, for a pass's problems (the pass then exits 1). */
+export function unloadableLines(runs: readonly { id: string; error: string; n: number }[]): string[] {
+  const lines = runs.map(
+    (r) => `run ${r.id} could not be loaded into the warehouse (${r.error}); every pass tries it again`,
+  );
+  const more = (runs[0]?.n ?? 0) - runs.length;
+  if (more > 0) lines.push(`${more} more run(s) could not be loaded; \`runsync status\` lists them`);
+  return lines;
 }

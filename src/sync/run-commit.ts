@@ -4,7 +4,7 @@ import { type Micros, parseTimestamp } from '../util/timestamp.ts';
 import { safeJsonText, stringMember } from '../warehouse/json-text.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
 import { loadRunDetails, type RunLoadResult } from '../warehouse/load-runs.ts';
-import { OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
+import { isOutOfMemory, OUTSIZED_MEMORY_LIMIT } from '../warehouse/out-of-memory.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import type { DetailBatch } from './detail-fetcher.ts';
@@ -66,10 +66,15 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
   }
   const fetchedAt = deps.now();
   const done = new Set(loaded);
-  const result = await loadDetails(deps, details, fetchedAt, async (tx) => {
+  // Payloads the warehouse refuses stay on the pending list (loadDetails puts them there).
+  const refused = new Set<string>();
+  const result = await loadDetails(deps, details, fetchedAt, refused, async (tx) => {
     for (const f of stragglers)
       if (!done.has(f.id)) await markPending(tx, f.id, f.listedAt, STILL_FETCHING, fetchedAt, { failed: false });
-    await clearPending(tx, loaded);
+    await clearPending(
+      tx,
+      loaded.filter((id) => !refused.has(id)),
+    );
     for (const f of failed) await markPending(tx, f.id, f.listedAt, f.error, fetchedAt);
     await keepReports(tx, reports, fetchedAt);
     for (const item of items) await item.bookkeeping?.(tx);
@@ -109,6 +114,7 @@ function loadDetails(
   deps: SyncDeps,
   details: readonly unknown[],
   fetchedAt: Micros,
+  refused: Set<string>,
   bookkeeping: (tx: SqlRunner) => Promise<void>,
 ): Promise<RunLoadResult> {
   const none = async () => undefined;
@@ -120,10 +126,13 @@ function loadDetails(
       }),
     refuse: async (detail, e, last) => {
       const id = stringMember(detail, 'id');
-      const reason = `could not be loaded: ${e.message}`;
+      const reason = `${UNLOADABLE}${e.message}`;
       const payload = JSON.stringify({ omitted: `payload of ${safeJsonText(detail).length} characters` });
+      // Kept aside with why, and on the pending list: every later pass tries it again, and says so.
+      if (id !== null) refused.add(id);
       const keep = async (tx: SqlRunner) => {
         await insertRejected(tx, 'runs.get', [{ id, reason, payload }], fetchedAt);
+        if (id !== null) await markPending(tx, id, stringMember(detail, 'updated_at'), reason, fetchedAt);
         if (last) await bookkeeping(tx);
       };
       const r = await deps.gate.use((wh) => loadRunDetails(wh, [], { fetchedAt, bookkeeping: keep }));
@@ -142,9 +151,15 @@ function loadDetails(
       createdDates: [...new Set([...first.createdDates, ...second.createdDates])],
     }),
     heldByBatch,
+    outOfMemory: isOutOfMemory,
     outsizedMemory: OUTSIZED_MEMORY_LIMIT,
     onHalves: (runs, e) =>
-      deps.logger.warn({ runs, error: e.message }, 'a batch of run details did not fit; loading it in halves'),
+      deps.logger.warn(
+        { runs, error: e.message },
+        isOutOfMemory(e)
+          ? 'a batch of run details did not fit in memory; loading it in halves'
+          : 'DuckDB refused a batch of run details; loading it in halves to find the payload it refuses',
+      ),
     onAlone: (detail, e) =>
       deps.logger.warn(
         { runId: stringMember(detail, 'id'), error: e.message },
@@ -153,7 +168,7 @@ function loadDetails(
     onRefused: (detail, e) =>
       deps.logger.error(
         { runId: stringMember(detail, 'id'), error: e.message },
-        'a run detail could not be loaded; kept aside in _sync_rejected',
+        'a run detail could not be loaded; kept aside in _sync_rejected and tried again by the next pass',
       ),
   });
 }
@@ -162,6 +177,9 @@ async function clearPending(tx: SqlRunner, ids: readonly string[]): Promise<void
   if (ids.length === 0) return;
   await tx.run(`DELETE FROM _sync_pending_runs WHERE run_id IN (SELECT unnest($1::VARCHAR[]))`, [listValue([...ids])]);
 }
+
+/** How the pending list and _sync_rejected say that DuckDB refused a run's payload. */
+export const UNLOADABLE = 'could not be loaded: ';
 
 /** Why a run whose detail is still on its way is on the pending list meanwhile. */
 const STILL_FETCHING = 'its detail was still on its way when its page was committed';

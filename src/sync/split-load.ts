@@ -1,8 +1,9 @@
 // One giant record never stops a pass. When DuckDB fails on what a batch holds (a payload too
 // large for its memory, a value it cannot convert), the batch is loaded in halves, the batch's
 // bookkeeping with the later half so it commits only once everything before it has; a payload
-// that fails alone is tried once more with more memory, and only then refused (kept aside with
-// why). Failures of the warehouse itself (a lock, a full disk) are not the batch's: they are thrown.
+// that ran out of memory alone is tried once more with more memory; then it is refused (kept
+// aside with why, and tried again by later passes). Failures of the warehouse itself (a lock, a
+// full disk) are not the batch's: they are thrown.
 
 export interface SplitSteps<T, R> {
   /** Loads `items`; `last` is true for the part that carries the batch's bookkeeping. */
@@ -13,6 +14,8 @@ export interface SplitSteps<T, R> {
   combine(first: R, second: R): R;
   /** Whether the failure comes from what the batch holds rather than from the warehouse. */
   heldByBatch(error: unknown): error is Error;
+  /** Whether the failure is a want of memory, which more memory may cure. */
+  outOfMemory(error: unknown): boolean;
   /** The memory a payload alone is given for its last try. */
   outsizedMemory: string;
   onHalves?(size: number, error: Error): void;
@@ -38,7 +41,7 @@ export async function loadSplitting<T, R>(
       return steps.combine(first, second);
     }
     const item = items[0] as T;
-    if (memoryLimit === undefined) {
+    if (memoryLimit === undefined && steps.outOfMemory(e)) {
       steps.onAlone?.(item, e);
       return loadSplitting(items, steps, last, steps.outsizedMemory);
     }

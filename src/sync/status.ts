@@ -9,6 +9,7 @@ import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import { combineLags, type FreshnessSummary, type LagStats, type StageLags } from './freshness.ts';
+import { unloadableRuns } from './pending.ts';
 import type { RollingState } from './rolling-plan.ts';
 import { LIVE_KEY, RECONCILE_KEY, ROLLING_KEY, WATERMARK_KEY } from './state-keys.ts';
 import type { WalkState } from './walk.ts';
@@ -56,6 +57,8 @@ export interface StatusReport {
     longestUncheckedSeconds: number;
   };
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
+  /** Runs whose payload the warehouse refused (the first ten): on the pending list, tried every pass. */
+  unloadable: { id: string; error: string }[];
   /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
   /** Runs' lags, and catalog objects'. */
   lag: StageLags & { catalog: StageLags };
@@ -254,6 +257,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     },
     pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
     rejected: Number(rejected?.c ?? 0),
+    unloadable: (await unloadableRuns(db)).map(({ id, error }) => ({ id, error })),
     walks,
     tables,
     freshness: { newestRunUpdatedAt: n(fresh?.u), lastFetchedAt: n(fresh?.f), lastCatalogListedAt: catalogListed },

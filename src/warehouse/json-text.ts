@@ -1,11 +1,9 @@
 import { randomBytes } from 'node:crypto';
 
-// JSON text as the warehouse stores it. Two things JSON.stringify gets wrong for us: a bigint
-// (what a lossless parser hands over for an integer beyond 2^53) makes it throw, and a lone UTF-16
-// surrogate becomes a `\ud800` escape that DuckDB refuses as malformed JSON. Integers are written
-// with all their digits; a lone surrogate becomes U+FFFD, as it would on the way to UTF-8 anyway.
-
-const LONE_SURROGATE_ESCAPE = /(?<=(?:^|[^\\])(?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}/g;
+// JSON text as the warehouse stores it. JSON.stringify throws on a bigint (what a lossless parser
+// hands over for an integer beyond 2^53): integers are written with all their digits. Text reaches
+// here well-formed: the client mends lone UTF-16 surrogates as a response is read
+// (api/well-formed.ts), the one normalisation of the API's text.
 
 export function toJsonText(value: unknown): string {
   let text: string | undefined;
@@ -16,8 +14,7 @@ export function toJsonText(value: unknown): string {
     text = stringifyWithBigInts(value);
   }
   if (text === undefined) throw new TypeError(`not representable as JSON: ${typeof value}`);
-  // JSON.stringify writes a lone surrogate as a lower-case \udxxx escape, so one scan finds it.
-  return text.includes('\\ud') ? text.replace(LONE_SURROGATE_ESCAPE, '\\ufffd') : text;
+  return text;
 }
 
 function stringifyWithBigInts(value: unknown): string {

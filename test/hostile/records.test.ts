@@ -2,8 +2,10 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Simulator } from '../../src/simulator/index.ts';
+import { DetailFetcher, type DetailSource } from '../../src/sync/detail-fetcher.ts';
 import { runPass } from '../../src/sync/index.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
+import { runMain } from '../support/cli.ts';
 import { engineFor, SETTLE, startSim, tempDir, truth } from '../sync/kit.ts';
 import { type HostileProxy, hostileProxy, type ProxyOptions, type Rewrite } from './proxy.ts';
 
@@ -191,5 +193,51 @@ describe('hostile records', () => {
       `SELECT count(*) AS n FROM run_steps WHERE run_id = '../../etc/passwd'`,
     );
     expect(Number(children?.n)).toBeGreaterThan(0);
+  });
+
+  it('a payload the warehouse cannot load is never silent: named, retried by the next pass, in status', async () => {
+    sim = await startSim({ seed: 91, size: 120, days: 5 });
+    tmp = tempDir();
+    const engine = engineFor({ sim, dir: tmp.dir });
+    let victim: string | null = null;
+    let poison = true;
+    // Details as the client fetches them, one of them with what DuckDB refuses (a lone surrogate,
+    // which the client itself mends): the way a payload no normalisation foresaw would arrive.
+    const details = (signal: AbortSignal): DetailSource => {
+      const real = new DetailFetcher(engine.deps.api, 8, signal);
+      return {
+        async fetch(ids) {
+          const batch = await real.fetch(ids);
+          for (const r of batch.results) {
+            if (!r.ok || !poison) continue;
+            victim ??= r.id;
+            if (r.id !== victim) continue;
+            const step = (r.detail.steps as { tool: unknown }[])[0];
+            if (step) step.tool = { name: 'odd', input: { text: 'half a character: \udfff' } };
+          }
+          return batch;
+        },
+        close: () => real.close(),
+      };
+    };
+    const deps = { ...engine.deps, details };
+    try {
+      const first = await runPass(deps);
+      expect(first.status).toBe('partial');
+      expect(first.errors.join('\n')).toMatch(new RegExp(`run ${victim} could not be loaded into the warehouse \\(`));
+      const status = await runMain(['status'], { RUNSYNC_WAREHOUSE_DIR: tmp.dir });
+      expect(status.out).toMatch(new RegExp(`not loaded +run ${victim}: .*tried again every pass`));
+      poison = false;
+      const second = await runPass(deps);
+      expect(second.status, second.errors.join('\n')).toBe('ok');
+      expect(second.pendingRetried).toBeGreaterThanOrEqual(1);
+    } finally {
+      await engine.close();
+    }
+    const [loaded] = await rows<{ n: bigint }>(`SELECT count(*) AS n FROM runs WHERE id = '${victim}'`);
+    expect(Number(loaded?.n)).toBe(1);
+    const want = truth(sim as Simulator, (sim as Simulator).clock.now() - SETTLE);
+    const [n] = await rows<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
+    expect(Number(n?.n)).toBe(want.size);
   });
 });

@@ -218,11 +218,12 @@ describe('loading a batch that does not fit', () => {
       },
       combine: (a, b) => [...a, ...b],
       heldByBatch: (e): e is Error => e instanceof Error && /^(Out of Memory|Conversion) Error/.test(e.message),
+      outOfMemory: (e) => e instanceof Error && e.message.startsWith('Out of Memory Error'),
       outsizedMemory: '2GB',
     };
   }
 
-  it('loads it in halves, a large payload alone with more memory, and refuses only what never loads', async () => {
+  it('loads it in halves, a large payload alone with more memory, and refuses what never loads at once', async () => {
     const log: string[] = [];
     const loaded = await loadSplitting(['a', 'b', 'big1', 'c', 'd', 'poison', 'e', 'f'], steps(log));
     expect(loaded).toEqual(['a', 'b', 'big1', 'c', 'd', 'e', 'f']);

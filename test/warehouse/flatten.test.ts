@@ -4,7 +4,6 @@ import { parseTimestamp } from '../../src/util/timestamp.ts';
 import { flattenCatalogObject, flattenToolOption } from '../../src/warehouse/flatten-catalog.ts';
 import { checkRunDetail, flattenRunDetail } from '../../src/warehouse/flatten-run.ts';
 import { PayloadError } from '../../src/warehouse/flatten-values.ts';
-import { toJsonText } from '../../src/warehouse/json-text.ts';
 import { runDetail } from './run-fixture.ts';
 import { simDetails, simWorld } from './wh-kit.ts';
 
@@ -149,11 +148,6 @@ describe('run detail flattening', () => {
     expect(() => flattenRunDetail(runDetail({ conversation: [{ id: 'm', order: 2n ** 64n }] }))).toThrow(
       /conversation\[0\]\.order: integer out of the 64-bit range/,
     );
-  });
-
-  it('writes a lone UTF-16 surrogate as U+FFFD so DuckDB can read the JSON', () => {
-    const text = toJsonText({ a: 'x\ud800y', b: '\\ud800 stays text', c: '🙂' });
-    expect(JSON.parse(text)).toEqual({ a: 'x\ufffdy', b: '\\ud800 stays text', c: '🙂' });
   });
 
   it('refuses a payload it cannot flatten, naming the member', () => {

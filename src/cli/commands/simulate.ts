@@ -96,6 +96,12 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--fault-seed <n>', 'seed of the fault generator', int(0), 1)
     .option('--cursor-ttl <seconds>', 'cursors older than this are refused', int(1), 3600)
     .option('--post-settle <share>', 'share of settled runs that change once more later (0 to 1)', share, 0.05)
+    .option(
+      '--hostile <share>',
+      'share of runs with hostile payloads: NUL, lone surrogates, emoji, right-to-left text, 10 KB titles, tool input and output of every JSON type, thousands of messages (0 to 1)',
+      share,
+      0,
+    )
     .option('--no-admin', 'do not serve the /_sim control endpoints')
     .action(
       async (
@@ -115,6 +121,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           cursorTtl: number;
           admin: boolean;
           postSettle: number;
+          hostile: number;
         },
       ) => {
         if (o.clock !== 'wall' && o.clock !== 'manual')
@@ -134,7 +141,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           rateLimit: rateLimitConfig(o),
           faults: { ...o.faults, seed: o.faultSeed },
           cursorTtlMs: o.cursorTtl * 1000,
-          runs: { postSettleFraction: o.postSettle },
+          runs: { postSettleFraction: o.postSettle, hostileFraction: o.hostile },
           admin: o.admin,
         });
         ctx.out(

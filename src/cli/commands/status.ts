@@ -162,6 +162,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
     lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, ${failing}`);
   }
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
+  for (const u of r.unloadable) lines.push(`not loaded    run ${u.id}: ${u.error} (tried again every pass)`);
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
   if (r.lag.warehouse) lines.push(lagLine('runs', r.lag));
