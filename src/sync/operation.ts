@@ -81,6 +81,20 @@ async function operate<R extends OperationResult>(
   id: string,
   startedAt: Micros,
 ): Promise<R> {
+  const lock = await deps.passLock?.();
+  try {
+    return await operateLocked(deps, plan, id, startedAt);
+  } finally {
+    lock?.release();
+  }
+}
+
+async function operateLocked<R extends OperationResult>(
+  deps: SyncDeps,
+  plan: OperationPlan<R>,
+  id: string,
+  startedAt: Micros,
+): Promise<R> {
   const t0 = performance.now();
   const meter = await RequestMeter.begin(deps);
   const result = plan.init({

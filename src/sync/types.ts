@@ -4,6 +4,7 @@ import type { RateBudget } from '../budget/types.ts';
 import type { ParquetTarget } from '../export/tree.ts';
 import type { Logger } from '../util/logger.ts';
 import type { Micros } from '../util/timestamp.ts';
+import type { PassLock } from '../warehouse/pass-lock.ts';
 import type { DetailSource } from './detail-fetcher.ts';
 import type { Freshness } from './freshness.ts';
 import type { WarehouseGate } from './warehouse-gate.ts';
@@ -65,6 +66,11 @@ export interface SyncDeps {
   freshness?: Freshness;
   /** Where the Parquet export goes (default the warehouse's parquet/ folder). */
   parquet?: ParquetTarget;
+  /**
+   * Takes the warehouse's pass lock for one operation (the worker's, shared between its jobs);
+   * absent when the caller holds it already (the commands) or none is wanted.
+   */
+  passLock?: () => Promise<PassLock>;
 }
 
 /** What a walk over run summaries did. */

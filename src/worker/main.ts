@@ -10,6 +10,7 @@ import { logProgress, ProgressTracker } from '../sync/progress.ts';
 import { createEngine, type EngineOptions } from '../sync/setup.ts';
 import type { Logger } from '../util/logger.ts';
 import type { WarehouseLockedError } from '../warehouse/errors.ts';
+import { takeSharedPassLock } from '../warehouse/pass-lock.ts';
 import { CONTINUOUS, CONTINUOUS_EVERY_MS, type WorkerSettings } from './config.ts';
 import { startDashboard } from './dashboard.ts';
 import {
@@ -144,6 +145,11 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
     onLocked: noteBlocked,
     ...o.engine,
   });
+  // A runsync command holding the warehouse (a sync by hand, a rebuild) is waited for.
+  engine.deps.passLock = () =>
+    takeSharedPassLock(config.warehouseDir, shutdown.signal, (e) =>
+      logger.info({ holder: e.holder }, 'a runsync command holds the warehouse; the pass waits for it'),
+    );
   engine.deps.details = (signal) =>
     new RemoteDetails({
       queue: queues.fetch,

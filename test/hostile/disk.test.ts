@@ -59,10 +59,19 @@ describe.skipIf(!MOUNT)('a full or read-only warehouse disk', () => {
 
   it('a full disk: a clear error, nothing half-written, and the next pass ends exact once there is room', async () => {
     const env = await setUp('6m');
+    const t0 = Date.now();
     const full = await cli(['sync'], env);
+    expect(Date.now() - t0).toBeLessThan(30_000);
     expect(full.code).toBe(1);
     expect(full.err).toMatch(/the disk holding .* is full/);
     expect(tempFiles(dir)).toEqual([]);
+    // The file stays readable, and status does not show the pass that failed as running.
+    const status = await cli(['status'], env);
+    expect(status.code, status.err).toBe(0);
+    expect(status.out).not.toMatch(/running now/);
+    expect(status.out).toMatch(/last pass +sync (failed|running)/);
+    // One line says what happened and where.
+    expect(full.err.split('\n').filter((l) => /is full/.test(l))).toHaveLength(1);
     execFileSync('mount', ['-o', 'remount,size=200m', dir]);
     const again = await cli(['sync'], env);
     expect(again.code, again.err).toBe(0);

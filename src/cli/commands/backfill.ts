@@ -112,33 +112,37 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
       setExit(EXIT_OK);
       return;
     }
-    await withEngine(ctx, async ({ withProgress }) => {
-      try {
-        const r = await withProgress('backfill', (deps, tracker) =>
-          runBackfill(deps, spec, { onProgress: (state, n) => tracker.setSlices(state.position.slice, n) }),
-        );
-        const range = `${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}`;
-        const took = `${(r.durationMs / 1000).toFixed(1)} s`;
-        ctx.out(`backfill ${r.key} ${range}: ${r.status}${r.resumed ? ' (resumed)' : ''} in ${took}`);
-        const { listed, changed, unchanged, fetched } = r.runs;
-        ctx.out(
-          `  ${r.slices} slice(s): listed ${listed}, ${r.runs.new} new, ${changed} changed, ${unchanged} unchanged; ` +
-            `${fetched} details loaded`,
-        );
-        const { requests, rateLimited, retries } = r.requests;
-        const dates = r.export?.dates.length ?? 0;
-        ctx.out(
-          `  requests ${requests} (${rateLimited} answered 429, ${retries} retried); ` +
-            `${dates} Parquet partition(s) rewritten`,
-        );
-        setExit(EXIT_OK);
-      } catch (e) {
-        if (!(e instanceof BackfillError)) throw e;
-        ctx.err(`runsync: backfill ${e.backfill.key} stopped: ${e.message}`);
-        ctx.err(`  ${e.backfill.runs.fetched} details loaded before it stopped; run the same command to resume`);
-        setExit(EXIT_FAILED);
-      }
-    });
+    await withEngine(
+      ctx,
+      async ({ withProgress }) => {
+        try {
+          const r = await withProgress('backfill', (deps, tracker) =>
+            runBackfill(deps, spec, { onProgress: (state, n) => tracker.setSlices(state.position.slice, n) }),
+          );
+          const range = `${formatTimestamp(spec.from)} → ${formatTimestamp(spec.to)}`;
+          const took = `${(r.durationMs / 1000).toFixed(1)} s`;
+          ctx.out(`backfill ${r.key} ${range}: ${r.status}${r.resumed ? ' (resumed)' : ''} in ${took}`);
+          const { listed, changed, unchanged, fetched } = r.runs;
+          ctx.out(
+            `  ${r.slices} slice(s): listed ${listed}, ${r.runs.new} new, ${changed} changed, ${unchanged} unchanged; ` +
+              `${fetched} details loaded`,
+          );
+          const { requests, rateLimited, retries } = r.requests;
+          const dates = r.export?.dates.length ?? 0;
+          ctx.out(
+            `  requests ${requests} (${rateLimited} answered 429, ${retries} retried); ` +
+              `${dates} Parquet partition(s) rewritten`,
+          );
+          setExit(EXIT_OK);
+        } catch (e) {
+          if (!(e instanceof BackfillError)) throw e;
+          ctx.err(`runsync: backfill ${e.backfill.key} stopped: ${e.message}`);
+          ctx.err(`  ${e.backfill.runs.fetched} details loaded before it stopped; run the same command to resume`);
+          setExit(EXIT_FAILED);
+        }
+      },
+      { lockAs: 'backfill' },
+    );
   });
 }
 

@@ -4,6 +4,7 @@ import { Command } from 'commander';
 import { memoryBudgetOf } from '../../config/index.ts';
 import { createLogger } from '../../util/logger.ts';
 import { compactWarehouse } from '../../warehouse/compact.ts';
+import { withPassLock } from '../../warehouse/pass-lock.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
@@ -25,20 +26,22 @@ export function compactCommand(ctx: CliContext, setExit: (code: number) => void)
         setExit(EXIT_FAILED);
         return;
       }
-      const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn' });
-      const r = await compactWarehouse(dir, {
-        logger,
-        budget: memoryBudgetOf(ctx.env),
-        lockWaitMs: LOCK_WAIT_MS,
-        signal: ctx.signal,
+      await withPassLock(dir, 'compact', async () => {
+        const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn' });
+        const r = await compactWarehouse(dir, {
+          logger,
+          budget: memoryBudgetOf(ctx.env),
+          lockWaitMs: LOCK_WAIT_MS,
+          signal: ctx.signal,
+        });
+        const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
+        if (!r.swapped) {
+          ctx.err(`runsync: ${file} was written to during compaction; it is left as it was (${mb(r.after)})`);
+          setExit(EXIT_FAILED);
+          return;
+        }
+        ctx.out(`compacted ${file}: ${mb(r.before)} → ${mb(r.after)}`);
+        setExit(EXIT_OK);
       });
-      const mb = (b: number) => `${(b / 1e6).toFixed(1)} MB`;
-      if (!r.swapped) {
-        ctx.err(`runsync: ${file} was written to during compaction; it is left as it was (${mb(r.after)})`);
-        setExit(EXIT_FAILED);
-        return;
-      }
-      ctx.out(`compacted ${file}: ${mb(r.before)} → ${mb(r.after)}`);
-      setExit(EXIT_OK);
     });
 }

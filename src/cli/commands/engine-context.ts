@@ -2,6 +2,7 @@ import { configuredLogger, loadConfig, prepareWarehouseDir, type RunsyncConfig }
 import { createEngine, type Engine, type EngineOptions, type SyncDeps } from '../../sync/index.ts';
 import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import type { Logger } from '../../util/logger.ts';
+import { takePassLock } from '../../warehouse/pass-lock.ts';
 import type { CliContext } from '../context.ts';
 import { TerminalProgress } from '../progress-bar.ts';
 
@@ -20,10 +21,26 @@ export interface EngineRun {
 export async function withEngine<T>(
   ctx: CliContext,
   fn: (run: EngineRun) => Promise<T>,
-  options: Partial<EngineOptions> = {},
+  options: Partial<EngineOptions> & { lockAs?: string } = {},
 ): Promise<T> {
+  const { lockAs = 'sync', ...engineOptions } = options;
   const config = loadConfig(ctx.env);
   prepareWarehouseDir(config.warehouseDir, config.share);
+  // One pass at a time on a warehouse: another one running, this command exits at once (exit 1).
+  const lock = takePassLock(config.warehouseDir, lockAs);
+  try {
+    return await withLockedEngine(ctx, config, fn, engineOptions);
+  } finally {
+    lock.release();
+  }
+}
+
+async function withLockedEngine<T>(
+  ctx: CliContext,
+  config: RunsyncConfig,
+  fn: (run: EngineRun) => Promise<T>,
+  options: Partial<EngineOptions>,
+): Promise<T> {
   const terminal = terminalFor(ctx);
   const logger = configuredLogger(config, {
     pretty: ctx.isTty,

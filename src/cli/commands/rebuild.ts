@@ -8,6 +8,7 @@ import { openParquetTarget } from '../../export/target.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
 import { withWarehouse } from '../../warehouse/open.ts';
+import { withPassLock } from '../../warehouse/pass-lock.ts';
 import { rebuildInPlace } from '../../warehouse/rebuild.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_OK } from '../context.ts';
@@ -22,36 +23,42 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
       const share = shareGroup(ctx.env);
       const storage = storageConfig(ctx.env, dir);
       prepareWarehouseDir(dir, share);
-      let files = 0;
-      for (const e of ARCHIVE_ENDPOINTS) files += (await listArchiveFiles(dir, e)).length;
-      if (files === 0 && existsSync(join(dir, DB_FILE))) {
-        throw new Error(
-          `the raw archive ${rawDir(dir)} is empty; rebuilding would empty the warehouse, so nothing was done`,
-        );
-      }
-      const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn', pretty: ctx.isTty, secrets: storage.secrets });
-      const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
-      const budget = memoryBudgetOf(ctx.env);
-      const r = await rebuildInPlace(dir, { logger, budget }).finally(stop);
-      const rows = [
-        `${r.runs} runs`,
-        `${r.childRows} child rows`,
-        `${r.catalogListings} catalog listing(s)`,
-        `${r.toolOptionLists} tool-option list(s)`,
-        `${r.rejected} payload(s) still refused`,
-      ];
-      const seconds = (r.durationMs / 1000).toFixed(1);
-      ctx.out(`rebuilt ${r.file} from ${files} archive file(s): ${rows.join(', ')}, in ${seconds} s`);
-      if (r.newColumns.length) {
-        ctx.out(`filled for all history from the raw archive, new since the last load: ${r.newColumns.join(', ')}`);
-      }
-      if (o.export) {
-        const parquet = openParquetTarget(storage, { logger, share });
-        const e = await withWarehouse(dir, { logger, share, budget }, (wh) =>
-          exportParquet(wh, { full: true, target: parquet.target }),
-        ).finally(() => parquet.close());
-        ctx.out(`rewrote the Parquet tree: ${e.written.length} file(s) in ${(e.durationMs / 1000).toFixed(1)} s`);
-      }
-      setExit(EXIT_OK);
+      await withPassLock(dir, 'rebuild', async () => {
+        let files = 0;
+        for (const e of ARCHIVE_ENDPOINTS) files += (await listArchiveFiles(dir, e)).length;
+        if (files === 0 && existsSync(join(dir, DB_FILE))) {
+          throw new Error(
+            `the raw archive ${rawDir(dir)} is empty; rebuilding would empty the warehouse, so nothing was done`,
+          );
+        }
+        const logger = createLogger({
+          level: ctx.env.LOG_LEVEL ?? 'warn',
+          pretty: ctx.isTty,
+          secrets: storage.secrets,
+        });
+        const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
+        const budget = memoryBudgetOf(ctx.env);
+        const r = await rebuildInPlace(dir, { logger, budget }).finally(stop);
+        const rows = [
+          `${r.runs} runs`,
+          `${r.childRows} child rows`,
+          `${r.catalogListings} catalog listing(s)`,
+          `${r.toolOptionLists} tool-option list(s)`,
+          `${r.rejected} payload(s) still refused`,
+        ];
+        const seconds = (r.durationMs / 1000).toFixed(1);
+        ctx.out(`rebuilt ${r.file} from ${files} archive file(s): ${rows.join(', ')}, in ${seconds} s`);
+        if (r.newColumns.length) {
+          ctx.out(`filled for all history from the raw archive, new since the last load: ${r.newColumns.join(', ')}`);
+        }
+        if (o.export) {
+          const parquet = openParquetTarget(storage, { logger, share });
+          const e = await withWarehouse(dir, { logger, share, budget }, (wh) =>
+            exportParquet(wh, { full: true, target: parquet.target }),
+          ).finally(() => parquet.close());
+          ctx.out(`rewrote the Parquet tree: ${e.written.length} file(s) in ${(e.durationMs / 1000).toFixed(1)} s`);
+        }
+        setExit(EXIT_OK);
+      });
     });
 }

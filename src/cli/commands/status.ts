@@ -1,5 +1,5 @@
 import { existsSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Command } from 'commander';
 import { NOTABLE_SKEW_MS } from '../../api/server-clock.ts';
 import { memoryBudgetOf } from '../../config/index.ts';
@@ -9,6 +9,7 @@ import { type PassSummary, readStatus, type StatusReport } from '../../sync/stat
 import { formatTimestamp, type Micros } from '../../util/timestamp.ts';
 import { holderName, WarehouseLockedError } from '../../warehouse/errors.ts';
 import { systemMicros, withWarehouse } from '../../warehouse/open.ts';
+import { holderText, passHolders } from '../../warehouse/pass-lock.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
@@ -122,6 +123,13 @@ function rollingLine(r: RollingState, now: Micros): string {
   return `reconcile     rolling: ${since}${held}`;
 }
 
+/** Whether a pass recorded as running still runs: one holds the warehouse's pass lock. */
+function runningNote(dir: string): string {
+  const holders = passHolders(dir);
+  if (holders.length) return `(running now: ${holders.map(holderText).join('; ')})`;
+  return '(not running: it stopped without recording how, killed or its last write refused, e.g. a full disk; the next pass resumes its work)';
+}
+
 function passLine(p: PassSummary, now: Micros): string {
   const took = p.finishedAt === null ? 'not finished' : `took ${((p.finishedAt - p.startedAt) / 1e6).toFixed(1)} s`;
   const counts = `${p.requests ?? 0} requests, ${p.rateLimited ?? 0} × 429, ${p.errors.length} error(s)`;
@@ -138,8 +146,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
     lines.push(`clock         the API's clock is ${by} ${way} this machine's; windows and times here are the API's`);
   }
   lines.push(`last pass     ${r.lastPass ? passLine(r.lastPass, now) : 'none yet'}`);
-  if (r.lastPass?.status === 'running')
-    lines.push('              (running now, or stopped without finishing: the next pass resumes its work)');
+  if (r.lastPass?.status === 'running') lines.push(`              ${runningNote(dirname(file))}`);
   if (r.lastFailure) {
     lines.push(`last failure  ${passLine(r.lastFailure, now)}`);
     for (const e of r.lastFailure.errors) lines.push(`              ${e}`);

@@ -8,19 +8,23 @@ import { passLines } from './pass-report.ts';
 // failed or a resource could not be read; everything it committed stays either way.
 
 async function pass(ctx: CliContext, setExit: (code: number) => void, options: PassOptions): Promise<void> {
-  await withEngine(ctx, async ({ withProgress }) => {
-    try {
-      const r = await withProgress(options.kind ?? 'sync', (deps) => runPass(deps, options));
-      for (const l of passLines(r)) ctx.out(l);
-      for (const e of r.errors) ctx.err(`runsync: ${e}`);
-      setExit(r.status === 'ok' ? EXIT_OK : EXIT_FAILED);
-    } catch (e) {
-      if (!(e instanceof PassError)) throw e;
-      for (const l of passLines(e.pass)) ctx.err(l);
-      ctx.err(`runsync: ${e.message}`);
-      setExit(EXIT_FAILED);
-    }
-  });
+  await withEngine(
+    ctx,
+    async ({ withProgress }) => {
+      try {
+        const r = await withProgress(options.kind ?? 'sync', (deps) => runPass(deps, options));
+        for (const l of passLines(r)) ctx.out(l);
+        for (const e of r.errors) ctx.err(`runsync: ${e}`);
+        setExit(r.status === 'ok' ? EXIT_OK : EXIT_FAILED);
+      } catch (e) {
+        if (!(e instanceof PassError)) throw e;
+        for (const l of passLines(e.pass)) ctx.err(l);
+        ctx.err(`runsync: ${e.message}`);
+        setExit(EXIT_FAILED);
+      }
+    },
+    { lockAs: options.kind ?? 'sync' },
+  );
 }
 
 export function syncCommand(ctx: CliContext, setExit: (code: number) => void): Command {
