@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { memoryBudgetOf } from '../../config/index.ts';
@@ -13,7 +13,7 @@ import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { schemaChangeLines } from './schema-lines.ts';
 import { rateBudgetLines } from './status-budget.ts';
-import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
+import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
 // file is opened read-only for a moment, and a writer holding it is named rather than waited on.
@@ -28,9 +28,10 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
       const queues = await queueLines(ctx.env, dir).catch((e: unknown) => [
         `queues        cannot read them from REDIS_URL: ${(e as Error).message}`,
       ]);
-      if (!existsSync(file)) {
+      const problem = unreadable(file);
+      if (problem !== null) {
         for (const l of queues) ctx.out(l);
-        ctx.err(noWarehouseYet(file));
+        ctx.err(problem);
         setExit(EXIT_FAILED);
         return;
       }
