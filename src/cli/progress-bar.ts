@@ -1,30 +1,38 @@
 import { MultiBar, Presets, type SingleBar } from 'cli-progress';
 import { formatDuration, type ProgressSnapshot, type ProgressTracker } from '../sync/progress.ts';
 
-// The progress bar of a long command on a terminal (stderr, where the logs go too). Log lines
-// written while it shows go through it: cli-progress prints them above the bar at its next
-// redraw, so a log block never lands in the middle of the bar's line.
+// The progress bar of a long command on a terminal (stderr, where the logs go too). Whatever is
+// written to stderr while it shows (log lines, the notice of a stop, a library's warning) goes
+// through it: cli-progress prints it above the bar at its next redraw, so no line lands in the
+// middle of the bar's, to be wiped by the redraw after.
 
 const REDRAW_MS = 200;
 
 export class TerminalProgress {
-  private multibar: MultiBar | null = null;
-
   constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {}
 
   /** Where the logger writes: above the bar while one shows, else straight to the terminal. */
   readonly logSink = {
     write: (line: string): void => {
-      if (this.multibar) this.multibar.log(line.endsWith('\n') ? line : `${line}\n`);
-      else this.stream.write(line);
+      this.stream.write(line);
     },
   };
 
   /** Shows the tracker's progress until the returned function is called. */
   show(tracker: ProgressTracker): () => void {
+    const stream = this.stream;
+    const write = stream.write;
+    // The bar draws through the stream's own write; everyone else's writes are held above it.
+    const own = {
+      isTTY: true,
+      get columns() {
+        return stream.columns;
+      },
+      write: write.bind(stream),
+    } as unknown as NodeJS.WriteStream;
     const multibar = new MultiBar(
       {
-        stream: this.stream,
+        stream: own,
         format: '{what} [{bar}] {text}',
         hideCursor: true,
         clearOnComplete: true,
@@ -34,7 +42,11 @@ export class TerminalProgress {
       },
       Presets.shades_classic,
     );
-    this.multibar = multibar;
+    stream.write = ((chunk: string | Uint8Array) => {
+      const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+      multibar.log(text.endsWith('\n') ? text : `${text}\n`);
+      return true;
+    }) as typeof stream.write;
     const first = tracker.snapshot();
     const bar: SingleBar = multibar.create(Math.max(1, first.toFetch), first.fetched, payload(first));
     const timer = setInterval(() => {
@@ -50,7 +62,7 @@ export class TerminalProgress {
       // A last redraw writes out the log lines still held, then the bar goes.
       multibar.update();
       multibar.stop();
-      this.multibar = null;
+      stream.write = write;
     };
   }
 }

@@ -1,6 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
-import { type DestinationStream, type Logger, pino } from 'pino';
+import { type DestinationStream, type LogFn, type Logger, pino } from 'pino';
+import { rankOf, terminalMessage } from './log-terminal.ts';
 
 export type { Logger } from 'pino';
 
@@ -11,6 +12,8 @@ export interface LoggerOptions {
   level?: string;
   /** Pretty, coloured lines for a person at a terminal. */
   pretty?: boolean;
+  /** Colours in pretty lines (default: unless NO_COLOR is set). */
+  color?: boolean;
   /** Values that must never be written. */
   secrets?: readonly string[];
   /** Where lines go; default stderr (stdout is for command output). */
@@ -45,8 +48,20 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     // pino-pretty as a synchronous stream keeps ordering with the process's other output.
     const prettyFactory = loadPretty();
     if (prettyFactory) {
-      const prettify = prettyFactory({ colorize: true, translateTime: 'HH:MM:ss.l', ignore: 'pid,hostname' });
-      write = (line) => target.write(prettify(line));
+      const verbose = rankOf(options.level ?? 'info') < rankOf('info');
+      const prettify = prettyFactory({
+        colorize: options.color ?? !process.env.NO_COLOR,
+        translateTime: 'HH:MM:ss',
+        ignore: 'pid,hostname',
+        hideObject: true,
+        singleLine: true,
+        messageFormat: (log: Record<string, unknown>, key: string) => terminalMessage(log, key, verbose),
+      });
+      // With the fields hidden, pino-pretty leaves the line without its end.
+      write = (line) => {
+        const text = prettify(line);
+        return target.write(text.endsWith('\n') ? text : `${text}\n`);
+      };
     }
   }
   const stream: DestinationStream = {
@@ -60,12 +75,27 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: options.base ?? null,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      hooks: { logMethod: stopIsNotFailure },
       // A copy: pino merges a line's own fields into the object the mixin returns, and the store's
       // object would otherwise keep them for every later line of the same context.
       mixin: () => ({ ...logFields.getStore() }),
     },
     stream,
   );
+}
+
+/**
+ * A stop that was asked for (SIGTERM, Ctrl-C, a job handed back on shutdown) is not a failure: the
+ * closing line of an operation that says it was interrupted is written at info, whichever level
+ * its caller chose for lines that end otherwise.
+ */
+function stopIsNotFailure(this: Logger, args: Parameters<LogFn>, method: LogFn, level: number): void {
+  const first = args[0] as { status?: unknown } | null;
+  if (level > rankOf('info') && typeof first === 'object' && first?.status === 'interrupted') {
+    this.info(...(args as [object, string]));
+    return;
+  }
+  method.apply(this, args);
 }
 
 type PrettyFactory = (opts: Record<string, unknown>) => (line: string) => string;

@@ -25,4 +25,30 @@ describe('logger', () => {
       { passId: 'p1', job: 'runs-pass', msg: 'pass finished' },
     ]);
   });
+
+  it('an operation that was stopped closes at info, one that failed at error', () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ destination: { write: (l: string) => lines.push(JSON.parse(l)) } });
+    logger.error({ status: 'interrupted', errors: ['the pass was interrupted'] }, 'pass finished');
+    logger.child({ job: 'runs-pass' }).error({ status: 'interrupted' }, 'pass finished');
+    logger.error({ status: 'failed' }, 'pass finished');
+    expect(lines.map((l) => l.level)).toEqual(['info', 'info', 'error']);
+  });
+
+  it('on a terminal: one line a log; fields only for warnings and errors, and no secret', () => {
+    const out: string[] = [];
+    const key = 'svc_live_terminal_secret_123';
+    const logger = createLogger({
+      pretty: true,
+      color: false,
+      secrets: [key],
+      destination: { write: (l: string) => out.push(l) },
+    });
+    logger.info({ migrations: ['0001.sql', '0002.sql'], passId: 'p' }, 'applied 2 schema migrations');
+    logger.warn({ err: new Error(`refused ${key}`), downForS: 3 }, 'redis is unreachable');
+    const text = out.join('');
+    expect(text.trimEnd().split('\n')).toHaveLength(2);
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: applied 2 schema migrations\n/);
+    expect(text).toMatch(/WARN: redis is unreachable: refused \[REDACTED\] \(downForS=3\)\n$/);
+  });
 });

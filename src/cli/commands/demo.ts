@@ -134,8 +134,8 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         const engine = createEngine(config, { logger, signal: ctx.signal, now: () => sim.clock.now() });
         try {
           const tracker = new ProgressTracker('demo');
-          const stopLog = logProgress(tracker, logger, config.progressEveryMs);
           const stopBar = terminal?.show(tracker);
+          const stopLog = stopBar ? () => undefined : logProgress(tracker, logger, config.progressEveryMs);
           const first = await runPass(tracker.track(engine.deps)).finally(() => {
             stopBar?.();
             stopLog();

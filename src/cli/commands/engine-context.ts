@@ -32,8 +32,9 @@ export async function withEngine<T>(
   const engine = createEngine(config, { logger, signal: ctx.signal, ...options });
   const withProgress: EngineRun['withProgress'] = async (what, run) => {
     const tracker = new ProgressTracker(what);
-    const stopLog = logProgress(tracker, logger, config.progressEveryMs);
+    // On a terminal the bar shows what the progress lines would say; they would only push it around.
     const stopBar = terminal?.show(tracker);
+    const stopLog = stopBar ? () => undefined : logProgress(tracker, logger, config.progressEveryMs);
     try {
       return await run(tracker.track(engine.deps), tracker);
     } finally {
