@@ -67,9 +67,12 @@ export class TerminalProgress {
   }
 }
 
-function payload(p: ProgressSnapshot): { what: string; text: string } {
+/** The bar's words: details fetched, runs listed, the slice under way, the rate and the time left. */
+export function payload(p: ProgressSnapshot): { what: string; text: string } {
   const parts = [`${p.fetched}/${p.toFetch} details`, `${p.listed} listed`];
-  if (p.slices && p.slices.total > 1) parts.push(`slice ${p.slices.done}/${p.slices.total}`);
+  // The slice under way, counted from 1; the last once all are done.
+  if (p.slices && p.slices.total > 1)
+    parts.push(`slice ${Math.min(p.slices.done + 1, p.slices.total)} of ${p.slices.total}`);
   if (p.ratePerSecond !== null) parts.push(`${p.ratePerSecond.toFixed(1)}/s`);
   parts.push(p.etaMs !== null ? `ETA ${formatDuration(p.etaMs)}` : p.listing ? 'listing…' : 'ETA unknown');
   return { what: p.what, text: parts.join(' · ') };

@@ -2,6 +2,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { createRequire } from 'node:module';
 import { type DestinationStream, type LogFn, type Logger, pino } from 'pino';
 import { rankOf, terminalMessage } from './log-terminal.ts';
+import { formatTimestamp } from './timestamp.ts';
 
 export type { Logger } from 'pino';
 
@@ -74,7 +75,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       level: options.level ?? 'info',
       base: options.base ?? null,
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
+      formatters: { level: (label) => ({ level: label }), log: isoTimes },
       hooks: { logMethod: stopIsNotFailure },
       // A copy: pino merges a line's own fields into the object the mixin returns, and the store's
       // object would otherwise keep them for every later line of the same context.
@@ -96,6 +97,23 @@ function stopIsNotFailure(this: Logger, args: Parameters<LogFn>, method: LogFn, 
     return;
   }
   method.apply(this, args);
+}
+
+// Times inside runsync are microseconds since 1970; a log line shows them as the API writes
+// them, ISO 8601 in UTC (`from`, `to`, `at` and the names ending in `At`). A number too small to be
+// such a time (a slice's index, a count) is left as it is.
+const TIME_FIELD = /^(from|to|at|.+At)$/;
+const MICROS_1973 = 1e14;
+const MICROS_5000 = 1e17;
+
+function isoTimes(fields: Record<string, unknown>): Record<string, unknown> {
+  let out: Record<string, unknown> | null = null;
+  for (const [k, v] of Object.entries(fields)) {
+    if (typeof v !== 'number' || !TIME_FIELD.test(k) || v < MICROS_1973 || v >= MICROS_5000) continue;
+    out ??= { ...fields };
+    out[k] = formatTimestamp(v);
+  }
+  return out ?? fields;
 }
 
 type PrettyFactory = (opts: Record<string, unknown>) => (line: string) => string;

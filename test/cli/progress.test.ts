@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TerminalProgress } from '../../src/cli/progress-bar.ts';
+import { payload, TerminalProgress } from '../../src/cli/progress-bar.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { ProgressTracker } from '../../src/sync/progress.ts';
 import { runCli } from '../support/cli.ts';
@@ -63,6 +63,24 @@ describe('progress', () => {
     // Once the bar is gone, writes go straight to the terminal again.
     screen.write('after\n');
     expect(screen.text().filter((l) => l !== '')).toEqual(['runsync: SIGINT received; stopping', 'after']);
+  });
+
+  it('the bar counts slices from 1: the one under way, the last once all are done', () => {
+    const at = (done: number) =>
+      payload({
+        what: 'backfill',
+        elapsedMs: 1000,
+        listed: 10,
+        toFetch: 10,
+        fetched: 5,
+        listing: false,
+        slices: { done, total: 3 },
+        ratePerSecond: 5,
+        etaMs: 2000,
+      }).text;
+    expect(at(0)).toContain('slice 1 of 3');
+    expect(at(2)).toContain('slice 3 of 3');
+    expect(at(3)).toContain('slice 3 of 3');
   });
 
   it('ETA: unknown while the only slice is being listed, from the slices done across several', () => {

@@ -125,7 +125,7 @@ async function printTable(ctx: CliContext, s: QueryStream, o: QueryOptions): Pro
 async function printCsv(ctx: CliContext, s: QueryStream): Promise<void> {
   if (s.columns.length) ctx.out(s.columns.map(csvField).join(','));
   for await (const chunk of s.chunks)
-    for (const row of chunk.rows) ctx.out(row.map((v) => csvField(cellText(v))).join(','));
+    for (const row of chunk.rows) ctx.out(row.map((v, i) => csvField(cellText(v, s.kinds[i]))).join(','));
 }
 
 async function printJson(ctx: CliContext, s: QueryStream): Promise<void> {

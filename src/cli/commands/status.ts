@@ -166,7 +166,10 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
           : `backfill ${w.key.slice('backfill.'.length)}`;
     const state = (w.done ? 'done' : 'in progress').padEnd(14);
     const span = `${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}`;
-    const progress = `slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched`;
+    const slice = w.done
+      ? `${w.slices} of ${w.slices} slices`
+      : `slice ${Math.min(w.slice + 1, w.slices)} of ${w.slices}`;
+    const progress = `${slice}, ${w.listed} listed, ${w.fetched} fetched`;
     lines.push(`${state}${what} ${span}: ${progress}, updated ${ago(w.updatedAt, now)}`);
   }
   const newest = ago(r.freshness.newestRunUpdatedAt, now);
