@@ -7,6 +7,7 @@ import {
   type Json,
   JsonDuckDBValueConverter,
 } from '@duckdb/node-api';
+import { truncateToWidth } from '../util/display-width.ts';
 
 // Runs a person's SQL and hands the result over chunk by chunk, with each column's kind, so a
 // large result is printed as it arrives instead of held whole. Cells are read as DuckDB renders
@@ -149,8 +150,7 @@ export function cellForTable(v: DuckDBValue, kind: ColumnKind, maxWidth: number)
   if (kind === 'float' && typeof v === 'number') return v;
   if (kind === 'decimal') return Number(String(v));
   const text = String(v).replace(CONTROL, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : ' '));
-  const chars = [...text];
-  return maxWidth > 0 && chars.length > maxWidth ? `${chars.slice(0, Math.max(1, maxWidth - 1)).join('')}…` : text;
+  return truncateToWidth(text, maxWidth);
 }
 
 /** A cell for JSON output: numbers as numbers where exact, JSON columns parsed, nested values as JSON. */

@@ -2,6 +2,7 @@ import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { displayWidth } from '../../src/util/display-width.ts';
 import { type CliResult, runCli } from '../support/cli.ts';
 
 // The demo as a newcomer meets it: what it prints last are commands that work at once on what it
@@ -46,5 +47,20 @@ describe('runsync demo', () => {
       if (args[0] === 'query') expect(r.stdout.split('\n').length, c).toBeGreaterThan(2);
     }
     expect(existsSync(join(cwd, 'warehouse', 'report.html'))).toBe(true);
+  });
+
+  it('prints its tables aligned, names with an emoji or in Japanese included', () => {
+    const lines = demo.stdout.split('\n');
+    let tables = 0;
+    lines.forEach((rule, i) => {
+      if (!/^ {2}-+( {2}-+)+$/.test(rule)) return;
+      tables++;
+      const rows: string[] = [];
+      for (let k = i + 1; k < lines.length && (lines[k] as string).trim() !== ''; k++) rows.push(lines[k] as string);
+      // Each table's last column holds numbers, right-aligned: every row ends where the rule does.
+      for (const r of [lines[i - 1] as string, ...rows]) expect(displayWidth(r), `${r}\n${rule}`).toBe(rule.length);
+    });
+    expect(tables).toBe(4);
+    expect(demo.stdout).toMatch(/Helpdesk ✨|サポート/);
   });
 });
