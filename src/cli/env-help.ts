@@ -25,6 +25,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   report: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
   compact: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
   simulate: ['RUNSYNC_SHUTDOWN_GRACE'],
+  purge: QUEUE,
 };
 
 /** The help section listing `names`, one a line. */

@@ -26,6 +26,7 @@ const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
   ['query', async () => (await import('./commands/query.ts')).queryCommand],
   ['report', async () => (await import('./commands/report.ts')).reportCommand],
   ['compact', async () => (await import('./commands/compact.ts')).compactCommand],
+  ['purge', async () => (await import('./commands/purge.ts')).purgeCommand],
 ];
 
 /** The program with every command, or with only `only` when it names one. */

@@ -6,7 +6,7 @@ import { type CliResult, collect, ROOT, runCli, spawnCli, waitForLine } from '..
 // The CLI's surface: every command of the product contract has --help; bad usage exits 2.
 
 const COMMANDS = ['demo', 'sync', 'backfill', 'snapshot', 'export', 'rebuild', 'worker', 'status', 'simulate'];
-const OTHERS = ['query', 'report', 'compact'];
+const OTHERS = ['query', 'report', 'compact', 'purge'];
 const helps = new Map<string, CliResult>();
 
 // Each run starts a fresh Node with the TypeScript loader: start them side by side, once.

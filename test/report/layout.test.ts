@@ -101,7 +101,11 @@ describe('the report in Chromium', () => {
     const font = await page
       .locator('svg[data-chart="resolution-by-agent"] text')
       .first()
-      .evaluate((t) => getComputedStyle(t).fontFamily);
+      .evaluate(
+        (t) =>
+          (globalThis as unknown as { getComputedStyle(e: unknown): { fontFamily: string } }).getComputedStyle(t)
+            .fontFamily,
+      );
     const samples = ['サ', 'ポ', 'ー', 'ト', '✨'];
     const seen = (await page.evaluate(`(${GLYPHS})(${JSON.stringify({ samples, font })})`)) as {
       sample: string;

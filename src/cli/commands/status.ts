@@ -12,7 +12,8 @@ import { DB_FILE } from '../../warehouse/types.ts';
 import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { schemaChangeLines } from './schema-lines.ts';
-import { rateBudgetLines } from './status-budget.ts';
+import { rateBudgetLines, withKeyShare } from './status-budget.ts';
+import { scheduleLine } from './status-schedule.ts';
 import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
@@ -38,7 +39,10 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
       let report: StatusReport;
       try {
         const budget = memoryBudgetOf(ctx.env);
-        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000, budget }, (wh) => readStatus(wh));
+        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000, budget }, async (wh) => {
+          const r = await readStatus(wh);
+          return { ...r, rateBudget: await withKeyShare(wh, r.rateBudget) };
+        });
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
         const analytics = join(dir, 'analytics.duckdb');
@@ -210,10 +214,7 @@ async function queueLines(env: NodeJS.ProcessEnv, dir: string): Promise<string[]
         .map(([k, v]) => `${k} ${v}`)
         .join(', ') || 'empty';
     const lines = [`queues        write: ${depth(q.write)}; fetch: ${depth(q.fetch)}`];
-    for (const s of q.schedules) {
-      const next = s.next ? formatTimestamp(s.next * 1000) : 'not planned';
-      lines.push(`schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${next}`);
-    }
+    for (const s of q.schedules) lines.push(scheduleLine(s, q.workers, Date.now()));
     if (q.blocked) {
       const who = holderName(q.blocked.holderPid, q.blocked.holder);
       const waited = Math.round((Date.now() - q.blocked.since) / 1000);
