@@ -9,7 +9,18 @@ import { formatDuration, type ProgressSnapshot, type ProgressTracker } from '../
 const REDRAW_MS = 200;
 
 export class TerminalProgress {
+  private shown = 0;
+
   constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {}
+
+  /** Whether a bar shows now. */
+  get showing(): boolean {
+    return this.shown > 0;
+  }
+
+  /** Progress lines say what the bar shows: while it shows, they are left out. */
+  readonly leaveOut = (message: string, level: number): boolean =>
+    this.showing && level <= 30 && / progress$|^\w+: [\d,]+ runs listed/.test(message);
 
   /** Where the logger writes: above the bar while one shows, else straight to the terminal. */
   readonly logSink = {
@@ -42,6 +53,7 @@ export class TerminalProgress {
       },
       Presets.shades_classic,
     );
+    this.shown++;
     stream.write = ((chunk: string | Uint8Array) => {
       const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
       multibar.log(text.endsWith('\n') ? text : `${text}\n`);
@@ -63,6 +75,7 @@ export class TerminalProgress {
       multibar.update();
       multibar.stop();
       stream.write = write;
+      this.shown--;
     };
   }
 }

@@ -22,7 +22,13 @@ export function formatTable(rows: readonly Record<string, unknown>[], columns?: 
       rows.every((r) => ['number', 'bigint'].includes(typeof r[cols[i] as string]) || r[cols[i] as string] === null),
   );
   const pad = (s: string, i: number) => padToWidth(s, width[i] ?? 0, numeric[i]);
-  const out = [cols.map((c, i) => pad(c, i)).join('  '), cols.map((_, i) => '-'.repeat(width[i] ?? 0)).join('  ')];
+  const out = [
+    cols
+      .map((c, i) => pad(c, i))
+      .join('  ')
+      .trimEnd(),
+    cols.map((_, i) => '-'.repeat(width[i] ?? 0)).join('  '),
+  ];
   for (const row of cells)
     out.push(
       row

@@ -5,7 +5,9 @@
 
 const RANK: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
 /** Fields every line carries, or that the command's own output already shows. */
-const QUIET = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'passId', 'job', 'jobId', 'backfill']);
+const QUIET = new Set(['level', 'time', 'msg', 'pid', 'hostname', 'passId', 'jobId', 'backfill']);
+/** Fields that tell an info line apart: which job, which kind of pass, how it ended. */
+const TELLING = ['job', 'kind', 'status'];
 
 export function rankOf(level: unknown): number {
   return typeof level === 'number' ? level : (RANK[String(level)] ?? 30);
@@ -20,7 +22,10 @@ function scalar(v: unknown): string | null {
 /** The message and, where they help, the line's fields, for pino-pretty's messageFormat. */
 export function terminalMessage(log: Record<string, unknown>, messageKey: string, verbose: boolean): string {
   const msg = String(log[messageKey] ?? '');
-  if (!verbose && rankOf(log.level) < rankOf('warn')) return msg;
+  if (!verbose && rankOf(log.level) < rankOf('warn')) {
+    const telling = TELLING.filter((k) => typeof log[k] === 'string').map((k) => `${k}=${log[k]}`);
+    return telling.length ? `${msg} (${telling.join(', ')})` : msg;
+  }
   const err = log.err as { message?: unknown } | string | undefined;
   const reason = typeof err === 'string' ? err : typeof err?.message === 'string' ? err.message : null;
   const fields: string[] = [];

@@ -15,6 +15,8 @@ export interface LoggerOptions {
   pretty?: boolean;
   /** Colours in pretty lines (default: unless NO_COLOR is set). */
   color?: boolean;
+  /** Lines to leave out at the moment (say, progress lines while a progress bar shows them). */
+  leaveOut?: (message: string, level: number) => boolean;
   /** Values that must never be written. */
   secrets?: readonly string[];
   /** Where lines go; default stderr (stdout is for command output). */
@@ -76,7 +78,12 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: options.base ?? null,
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }), log: isoTimes },
-      hooks: { logMethod: stopIsNotFailure },
+      hooks: {
+        logMethod(this: Logger, args: Parameters<LogFn>, method: LogFn, level: number) {
+          if (options.leaveOut?.(messageOf(args), level)) return;
+          stopIsNotFailure.call(this, args, method, level);
+        },
+      },
       // A copy: pino merges a line's own fields into the object the mixin returns, and the store's
       // object would otherwise keep them for every later line of the same context.
       mixin: () => ({ ...logFields.getStore() }),
@@ -114,6 +121,11 @@ function isoTimes(fields: Record<string, unknown>): Record<string, unknown> {
     out[k] = formatTimestamp(v);
   }
   return out ?? fields;
+}
+
+function messageOf(args: Parameters<LogFn>): string {
+  const [first, second] = args as unknown[];
+  return String(typeof first === 'string' ? first : (second ?? ''));
 }
 
 type PrettyFactory = (opts: Record<string, unknown>) => (line: string) => string;

@@ -100,7 +100,13 @@ describe(`on a terminal${why}`, () => {
         text,
       ).toEqual(['runsync: stopped; the next pass resumes where this one stopped']);
       expect(text).not.toMatch(/ERROR|WARN/);
-      expect(text.match(/interrupted/g), text).toHaveLength(1);
+      // Said once beside the log's own closing line: no block of the pass's figures, no repeat.
+      const said = screen.filter((l) => !LOG_LINE.test(l)).join('\n');
+      expect(said.match(/interrupted/g), text).toHaveLength(1);
+      expect(
+        screen.filter((l) => LOG_LINE.test(l) && /pass finished/.test(l)),
+        text,
+      ).toHaveLength(1);
       // Nothing was written into the bar's line: every line is a log line, the summary or runsync's own.
       for (const l of screen) expect(l, text).toMatch(new RegExp(`${LOG_LINE.source}|^pass |^  \\S|^runsync: `));
     } finally {

@@ -148,7 +148,7 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         const terminal = terminalFor(ctx);
         const logger = configuredLogger(config, {
           pretty: ctx.isTty,
-          ...(terminal ? { destination: terminal.logSink } : {}),
+          ...(terminal ? { destination: terminal.logSink, leaveOut: terminal.leaveOut } : {}),
         });
         const engine = createEngine(config, { logger, signal: ctx.signal, now: () => sim.clock.now() });
         try {

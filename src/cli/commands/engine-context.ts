@@ -27,7 +27,7 @@ export async function withEngine<T>(
   const terminal = terminalFor(ctx);
   const logger = configuredLogger(config, {
     pretty: ctx.isTty,
-    ...(terminal ? { destination: terminal.logSink } : {}),
+    ...(terminal ? { destination: terminal.logSink, leaveOut: terminal.leaveOut } : {}),
   });
   const engine = createEngine(config, { logger, signal: ctx.signal, ...options });
   const withProgress: EngineRun['withProgress'] = async (what, run) => {
