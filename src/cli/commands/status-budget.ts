@@ -1,5 +1,8 @@
 import type { BucketView, BudgetUse } from '../../budget/index.ts';
 import type { SqlRunner } from '../../warehouse/types.ts';
+import { keyShare } from '../../worker/key-share.ts';
+
+export { allowance, keyShare } from '../../worker/key-share.ts';
 
 // The status lines on the rate budget: what it learned of each bucket the server keeps (the key's,
 // an organization's, an endpoint's own), and how much of what the key allowed the last pass used.
@@ -16,30 +19,6 @@ function bucketLine(b: BucketView): string {
   const how = b.measured ? 'measured' : 'estimated';
   const window = b.windowSeconds !== null ? ` per ${b.windowSeconds} s window` : '';
   return `  ${b.scope.padEnd(18)}${rate} (${how}), ${b.limit} at once${window}; ${GUESS[b.guess]}`;
-}
-
-/**
- * The most requests a bucket lets through over `seconds` without a 429. A full bucket lets its
- * size through at once, then its rate: an operation of a few seconds may send far more than its
- * rate times its length, and a share of the rate alone reads over 100 % with no 429. A fixed
- * window lets a whole window's worth through in each window the span touches.
- */
-export function allowance(b: BucketView, seconds: number): number | null {
-  if (b.ratePerSecond === null) return null;
-  const refilled = b.limit + b.ratePerSecond * seconds;
-  const windows = b.windowSeconds ? b.limit * (Math.ceil(seconds / b.windowSeconds) + 1) : 0;
-  if (b.guess === 'window' && windows) return windows;
-  return b.guess === 'unknown' ? Math.max(refilled, windows) : refilled;
-}
-
-/** The share of what the key's tightest bucket allowed over the span that `requests` used; null: not known. */
-export function keyShare(buckets: readonly BucketView[], requests: number, seconds: number): number | null {
-  const allowed = buckets
-    .filter((b) => b.scope === 'key')
-    .map((b) => allowance(b, seconds))
-    .filter((a): a is number => a !== null && a > 0);
-  if (allowed.length === 0 || seconds < 1) return null;
-  return requests / Math.min(...allowed);
 }
 
 /** The pass's use of the key, from its audit row's requests and span; the stored share when that is gone. */
