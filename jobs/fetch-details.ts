@@ -1,6 +1,7 @@
 import { AuthError, InvalidRecordError, PermissionError } from '../src/api/index.ts';
 import { type DetailBatch, DetailFetcher } from '../src/sync/detail-fetcher.ts';
 import { type JobContext, objectPayload, PayloadCheckError } from '../src/worker/job-context.ts';
+import { settleFailure } from '../src/worker/job-outcome.ts';
 import {
   type FetchDetailsPayload,
   type FetchDetailsResult,
@@ -11,7 +12,8 @@ import type { StagedBatch } from '../src/worker/staging-store.ts';
 
 // Fetches the details of a few runs under the shared budget and leaves them in a staged file for
 // the writer. Any worker runs it. A refused key or a missing scope fails the job for good (the
-// writer waiting on it stops the pass); a run that could not be fetched is reported in the file.
+// writer waiting on it stops the pass); a run that could not be fetched is reported in the file. A
+// job stopped by the worker's shutdown goes back to the queue without using up an attempt.
 
 const MAX_IDS = 500;
 
@@ -42,7 +44,8 @@ export default async function fetchDetails(payload: unknown, ctx: JobContext): P
     results = (await fetcher.fetch(ids)).results;
   } catch (e) {
     if (e instanceof AuthError || e instanceof PermissionError) throw new UnrecoverableError(fatalReason(e));
-    throw e;
+    // Stopped by the worker's shutdown: handed back as it was, not failed.
+    return settleFailure(ctx, e);
   } finally {
     fetcher.close();
   }

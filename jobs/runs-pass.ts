@@ -1,6 +1,7 @@
 import { type PassResult, runPass } from '../src/sync/pass.ts';
 import { flagPayload, type JobContext } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
+import { keyShare } from '../src/worker/key-share.ts';
 import { keepFreshness, type LastPass, PASS_KEY } from '../src/worker/metrics.ts';
 
 // The scheduled runs pass (every 5 minutes by default; with `reconcile`, daily): the live window,
@@ -32,7 +33,11 @@ export default async function runsPass(
       watermarkMs: r.window ? r.window.to / 1000 : null,
       openRuns: r.openRunsTracked,
       freshness: r.freshness,
-      rateBudget: r.rateBudget,
+      // The share of what the key allowed over the pass, its burst counted (src/worker/key-share.ts).
+      rateBudget: r.rateBudget && {
+        ...r.rateBudget,
+        usedShare: keyShare(r.rateBudget.buckets, r.requests.requests, r.durationMs / 1000),
+      },
       horizonVerifiedSinceMs: r.rolling?.verifiedSince ? r.rolling.verifiedSince / 1000 : null,
     };
     await ctx.redis.set(`${ctx.settings.prefix}:${PASS_KEY}`, JSON.stringify(last)).catch(() => undefined);

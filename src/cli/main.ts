@@ -1,6 +1,7 @@
 import { pathToFileURL } from 'node:url';
 import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../config/index.ts';
+import { unknownSettingWarnings } from '../config/unknown-settings.ts';
 import { limitHeapGrowth } from '../util/heap-growth.ts';
 import { DEFAULT_GRACE_MS, shutdownGraceMs } from '../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK, EXIT_USAGE, UsageError } from './context.ts';
@@ -25,6 +26,7 @@ const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
   ['query', async () => (await import('./commands/query.ts')).queryCommand],
   ['report', async () => (await import('./commands/report.ts')).reportCommand],
   ['compact', async () => (await import('./commands/compact.ts')).compactCommand],
+  ['purge', async () => (await import('./commands/purge.ts')).purgeCommand],
 ];
 
 /** The program with every command, or with only `only` when it names one. */
@@ -62,6 +64,7 @@ export async function main(argv: string[], partial: Partial<CliContext> = {}): P
   // organization's conversations: everything runsync creates is for its owner alone, but for the
   // Parquet tree, analytics.duckdb and the report, which RUNSYNC_SHARE_GROUP may open to a group.
   process.umask(0o077);
+  for (const line of unknownSettingWarnings(ctx.env)) ctx.err(line);
   if (!partial.out) {
     limitHeapGrowth();
     // Output piped into `head` and the like: a closed pipe ends the command quietly.

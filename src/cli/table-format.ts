@@ -1,4 +1,7 @@
-// Rows as an aligned text table, the way a person reads query results in a terminal.
+import { displayWidth, padToWidth } from '../util/display-width.ts';
+
+// Rows as an aligned text table, the way a person reads query results in a terminal. Columns are
+// measured in terminal columns, so names in Chinese or Japanese, or with an emoji, stay aligned.
 
 export function formatTable(rows: readonly Record<string, unknown>[], columns?: readonly string[]): string[] {
   const cols = columns ?? (rows[0] ? Object.keys(rows[0]) : []);
@@ -12,17 +15,20 @@ export function formatTable(rows: readonly Record<string, unknown>[], columns?: 
     return String(v);
   };
   const cells = rows.map((r) => cols.map((c) => text(r[c])));
-  const width = cols.map((c, i) => Math.max(c.length, ...cells.map((row) => [...(row[i] ?? '')].length)));
+  const width = cols.map((c, i) => Math.max(displayWidth(c), ...cells.map((row) => displayWidth(row[i] ?? ''))));
   const numeric = cols.map(
     (_, i) =>
       rows.length > 0 &&
       rows.every((r) => ['number', 'bigint'].includes(typeof r[cols[i] as string]) || r[cols[i] as string] === null),
   );
-  const pad = (s: string, i: number) => {
-    const fill = ' '.repeat(Math.max(0, (width[i] ?? 0) - [...s].length));
-    return numeric[i] ? fill + s : s + fill;
-  };
-  const out = [cols.map((c, i) => pad(c, i)).join('  '), cols.map((_, i) => '-'.repeat(width[i] ?? 0)).join('  ')];
+  const pad = (s: string, i: number) => padToWidth(s, width[i] ?? 0, numeric[i]);
+  const out = [
+    cols
+      .map((c, i) => pad(c, i))
+      .join('  ')
+      .trimEnd(),
+    cols.map((_, i) => '-'.repeat(width[i] ?? 0)).join('  '),
+  ];
   for (const row of cells)
     out.push(
       row

@@ -196,8 +196,16 @@ function share(env: Env, name: string, fallback: number, upTo1 = false): number 
 }
 
 function reconcileEvery(env: Env): Micros | null {
-  if (setting(env, 'RUNSYNC_RECONCILE_EVERY')?.toLowerCase() === 'off') return null;
-  return duration(env, 'RUNSYNC_RECONCILE_EVERY', DEFAULT_RECONCILE_EVERY);
+  const raw = setting(env, 'RUNSYNC_RECONCILE_EVERY');
+  if (raw === null) return DEFAULT_RECONCILE_EVERY;
+  if (raw.toLowerCase() === 'off') return null;
+  const us = parseDuration(raw);
+  if (us === null || us <= 0)
+    throw new ConfigError(
+      'RUNSYNC_RECONCILE_EVERY',
+      `must be a positive duration such as 30m, 1h or 6h, or off for no rolling reconciliation; got "${raw}"`,
+    );
+  return us;
 }
 
 function redisUrl(env: Env): string | null {

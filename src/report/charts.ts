@@ -1,3 +1,5 @@
+import { displayWidth } from '../util/display-width.ts';
+
 // Charts for the HTML report as inline SVG strings: no script, no library, no network, so the
 // page shows the same in any browser, offline, and in an e-mail attachment. Every drawn mark is a
 // <rect class="mark"> with a <title> giving its exact figure.
@@ -48,13 +50,18 @@ export function esc(text: string): string {
 
 const n1 = (x: number) => (Math.round(x * 10) / 10).toString();
 
-/** 1, 2 or 5 times a power of ten: the step of a readable axis with about `count` ticks. */
-export function niceStep(max: number, count = 5): number {
+/**
+ * The step of a readable axis: 1, 2 or 5 times a power of ten, the smallest that reaches past
+ * `max` in at most `count` steps, so that the axis ends close above the largest value (101 runs:
+ * 0 to 120 by 20, not to 150 by 50).
+ */
+export function niceStep(max: number, count = 6): number {
   if (max <= 0) return 1;
-  const raw = max / count;
-  const p = 10 ** Math.floor(Math.log10(raw));
-  const m = raw / p;
-  return (m <= 1 ? 1 : m <= 2 ? 2 : m <= 5 ? 5 : 10) * p;
+  let p = 10 ** Math.floor(Math.log10(max / count));
+  for (;;) {
+    for (const m of [1, 2, 5]) if (Math.ceil(max / (m * p) - 1e-9) <= count) return m * p;
+    p *= 10;
+  }
 }
 
 /** The opening tag every chart shares; `attrs` adds the font for charts with text. */
@@ -65,12 +72,22 @@ function svgTag(id: string, label: string, width: number, height: number, attrs 
   );
 }
 
-const font = (size: number) => ` font-family="system-ui, sans-serif" font-size="${size}"`;
+/**
+ * The page's fonts, then ones that hold Chinese, Japanese and Korean glyphs and colour emoji, on
+ * each system, so that names in any script and emoji render rather than as empty boxes.
+ */
+export const FONT_STACK =
+  'system-ui, -apple-system, "Segoe UI", Roboto, "Noto Sans", "Liberation Sans", "DejaVu Sans", ' +
+  '"Noto Sans CJK SC", "Noto Sans CJK JP", "Noto Sans CJK KR", "Source Han Sans SC", "PingFang SC", ' +
+  '"Hiragino Sans", "Microsoft YaHei", "Yu Gothic", "Malgun Gothic", ' +
+  '"Apple Color Emoji", "Segoe UI Emoji", "Noto Color Emoji", "Twemoji Mozilla", sans-serif';
+
+const font = (size: number) => ` font-family="${esc(FONT_STACK)}" font-size="${size}"`;
 
 function empty(id: string, title: string, width: number, height: number): string {
   return `${svgTag(id, `${title}: no data yet`, width, height)}
 <rect x="0.5" y="0.5" width="${width - 1}" height="${height - 1}" fill="none" stroke="#ddd"/>
-<text x="${width / 2}" y="${height / 2}" text-anchor="middle" fill="#888" font-size="14">no data yet</text></svg>`;
+<text x="${width / 2}" y="${height / 2}" text-anchor="middle" fill="#888"${font(14)}>no data yet</text></svg>`;
 }
 
 /** Colour swatches with their names in a row from `left`, the swatches from `y` down 12 pixels. */
@@ -87,7 +104,7 @@ function legend(
       `<rect x="${x}" y="${y}" width="12" height="12" fill="${s.color}"/>` +
         `<text x="${x + 16}" y="${y + 10}" fill="#333"${textAttrs}>${esc(s.name)}</text>`,
     );
-    x += 24 + s.name.length * 7;
+    x += 24 + displayWidth(s.name) * 7;
   }
 }
 
@@ -151,7 +168,7 @@ export function horizontalBars(c: BarChart): string {
   const top = c.ticks?.length ? 22 : 6;
   const height = top + c.bars.length * rowH + 8;
   if (c.bars.length === 0) return empty(c.id, c.title, width, 80);
-  const labelW = Math.min(280, 16 + Math.max(...c.bars.map((b) => [...b.label].length)) * 7);
+  const labelW = Math.min(280, 16 + Math.max(...c.bars.map((b) => displayWidth(b.label))) * 7);
   const textW = 170;
   const plotW = width - labelW - textW;
   const f = (v: number) => (c.scale === 'log' ? Math.log10(1 + Math.max(0, v)) : Math.max(0, v));
@@ -193,7 +210,7 @@ export function shareBars(c: {
   const top = 28;
   if (c.rows.length === 0) return empty(c.id, c.title, width, 80);
   const height = top + c.rows.length * rowH + 8;
-  const labelW = Math.min(280, 16 + Math.max(...c.rows.map((r) => [...r.label].length)) * 7);
+  const labelW = Math.min(280, 16 + Math.max(...c.rows.map((r) => displayWidth(r.label))) * 7);
   const textW = 90;
   const plotW = width - labelW - textW;
   const out: string[] = [];

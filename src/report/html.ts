@@ -1,5 +1,5 @@
 import { formatTimestamp, MICROS_PER_MINUTE, type Micros } from '../util/timestamp.ts';
-import { esc, horizontalBars, shareBars, stackedColumns } from './charts.ts';
+import { esc, FONT_STACK, horizontalBars, shareBars, stackedColumns } from './charts.ts';
 import type { LagReport, PassRow, ReportData } from './data.ts';
 
 // The report as one self-contained HTML page: inline CSS and SVG, no script, nothing fetched.
@@ -13,17 +13,32 @@ export const RESOLUTION_SERIES = [
   { key: 'other', name: 'other', color: '#6d4c41' },
 ] as const;
 
+/**
+ * The tiles are a grid of as many columns as tiles, or a half or a third of them on narrower
+ * screens: every row full, never one tile alone on the last.
+ */
+function tileGrid(n: number): string {
+  const divisors = Array.from({ length: n }, (_, i) => n - i).filter((d) => n % d === 0);
+  const atMost = (k: number) => divisors.find((d) => d <= k) ?? 1;
+  const cols = (k: number) => `grid-template-columns: repeat(${k}, minmax(0, 1fr));`;
+  return [
+    `.tiles { display: grid; ${cols(n)} gap: 12px; margin: 16px 0; }`,
+    `@media (max-width: 960px) { .tiles { ${cols(atMost(Math.max(1, Math.floor(n / 2))))} } }`,
+    `@media (max-width: 600px) { .tiles { ${cols(atMost(2))} } }`,
+  ].join('\n');
+}
+
 const CSS = `
-body { font-family: system-ui, -apple-system, "Segoe UI", sans-serif; margin: 0; color: #222; background: #fafafa; }
+body { font-family: ${FONT_STACK}; margin: 0; color: #222; background: #fafafa; }
 header { background: #263238; color: #fff; padding: 18px 32px; }
 header h1 { margin: 0 0 4px; font-size: 22px; }
 header p { margin: 0; color: #cfd8dc; font-size: 13px; }
 main { padding: 8px 32px 40px; max-width: 1000px; }
 section { background: #fff; border: 1px solid #e0e0e0; border-radius: 6px; padding: 12px 18px 16px; margin: 16px 0; }
 h2 { font-size: 17px; margin: 4px 0 2px; }
+h3 { font-size: 14px; margin: 14px 0 2px; }
 p.note { color: #666; font-size: 12px; margin: 0 0 10px; }
-.tiles { display: flex; flex-wrap: wrap; gap: 12px; margin: 16px 0; }
-.tile { background: #fff; border: 1px solid #e0e0e0; border-radius: 6px; padding: 10px 16px; min-width: 130px; }
+.tile { background: #fff; border: 1px solid #e0e0e0; border-radius: 6px; padding: 10px 16px; min-width: 0; }
 .tile b { display: block; font-size: 22px; }
 .tile span { color: #666; font-size: 12px; }
 table { border-collapse: collapse; font-size: 12px; margin-top: 8px; }
@@ -48,8 +63,9 @@ export function age(at: Micros | null, now: Micros): string {
 /** A table column: its heading, its cell for a row, and whether it holds numbers (aligned right). */
 type Column<T> = readonly [head: string, cell: (row: T) => string | number, numeric?: 'n'];
 
-function table<T>(rows: readonly T[], columns: readonly Column<T>[]): string {
-  if (rows.length === 0) return '<p class="note">none</p>';
+/** A table of `rows`; with none, `empty`: a sentence saying why there is nothing to show. */
+function table<T>(rows: readonly T[], columns: readonly Column<T>[], empty: string): string {
+  if (rows.length === 0) return `<p class="note">${empty}</p>`;
   const cls = ([, , numeric]: Column<T>) => (numeric ? ' class="n"' : '');
   const th = columns.map((c) => `<th${cls(c)}>${esc(c[0])}</th>`).join('');
   const td = (r: T) => columns.map((c) => `<td${cls(c)}>${esc(String(c[1](r)))}</td>`).join('');
@@ -80,14 +96,23 @@ function lagTable(lag: LagReport, now: Micros): string {
       ? ''
       : `<p class="note">Every run of the open-run horizon was looked at again since ` +
         `${esc(formatTimestamp(lag.horizonVerifiedSince))} (${age(lag.horizonVerifiedSince, now)} ago).</p>`;
-  return `${table(rows, [
-    ['changes of the last hour', (r) => r.what],
-    ['to', (r) => r.to],
-    ['changes', (r) => int(r.l?.count ?? 0), 'n'],
-    ['p50', (r) => seconds(r.l?.p50), 'n'],
-    ['p95', (r) => seconds(r.l?.p95), 'n'],
-    ['max', (r) => seconds(r.l?.max), 'n'],
-  ])}\n${verified}`;
+  const why =
+    'No change was measured in the hour up to the last pass: a first sync loads history, whose lag is not' +
+    ' measured, and a pass that found nothing new has nothing to measure. The passes after it say here how' +
+    ' long each change took to reach runsync.duckdb and the Parquet tree.';
+  const lags = table(
+    rows,
+    [
+      ['changes of the last hour', (r) => r.what],
+      ['to', (r) => r.to],
+      ['changes', (r) => int(r.l?.count ?? 0), 'n'],
+      ['p50', (r) => seconds(r.l?.p50), 'n'],
+      ['p95', (r) => seconds(r.l?.p95), 'n'],
+      ['max', (r) => seconds(r.l?.max), 'n'],
+    ],
+    why,
+  );
+  return `<h3>Lag of the last hour</h3>\n${lags}\n${verified}`;
 }
 const when = (at: Micros | null) => (at === null ? '' : formatTimestamp(at));
 const took = (p: PassRow) =>
@@ -172,7 +197,7 @@ export function renderReport(d: ReportData): string {
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>runsync report</title>
-<style>${CSS}</style>
+<style>${CSS}${tileGrid(tiles.length)}</style>
 </head>
 <body>
 <header>
@@ -197,13 +222,17 @@ ${section(
     ' (v_tool_stats; from the warehouse, the median is read from durations summed in buckets, within half a' +
     ' percent). Brown: no longer in the tool catalog.',
   toolChart,
-  table(d.tools, [
-    ['tool', (t) => t.label ?? t.name],
-    ['calls', (t) => int(t.calls), 'n'],
-    ['errors', (t) => int(t.errors), 'n'],
-    ['error rate', (t) => pct(t.errorRate), 'n'],
-    ['median duration (s)', (t) => fixed2(t.medianSeconds), 'n'],
-  ]),
+  table(
+    d.tools,
+    [
+      ['tool', (t) => t.label ?? t.name],
+      ['calls', (t) => int(t.calls), 'n'],
+      ['errors', (t) => int(t.errors), 'n'],
+      ['error rate', (t) => pct(t.errorRate), 'n'],
+      ['median duration (s)', (t) => fixed2(t.medianSeconds), 'n'],
+    ],
+    'No tool was called yet.',
+  ),
 )}
 ${section(
   'agents',
@@ -217,12 +246,16 @@ ${section(
   'How long before this report each table last changed (newest run update, message, step, evaluation,' +
     ` catalog version; v_table_freshness)${lastPass ? ' and the last sync pass ended' : ''}. Logarithmic scale.`,
   freshChart,
-  table(d.freshness, [
-    ['table', (f) => f.table],
-    ['rows', (f) => int(f.rows), 'n'],
-    ['newest change', (f) => when(f.newestChange)],
-    ['last fetched', (f) => when(f.lastFetched)],
-  ]),
+  table(
+    d.freshness,
+    [
+      ['table', (f) => f.table],
+      ['rows', (f) => int(f.rows), 'n'],
+      ['newest change', (f) => when(f.newestChange)],
+      ['last fetched', (f) => when(f.lastFetched)],
+    ],
+    'No table holds rows yet.',
+  ),
   d.lag ? lagTable(d.lag, now) : '',
 )}
 ${section(
@@ -230,26 +263,34 @@ ${section(
   'Waiting for approval',
   `${int(d.waitingTotal)} run(s) wait for someone to approve a tool call (v_runs_awaiting_approval)` +
     `${d.waitingTotal > d.waiting.length ? `; the ${d.waiting.length} waiting longest` : ''}.`,
-  table(d.waiting, [
-    ['run', (w) => w.runId],
-    ['agent', (w) => w.agent ?? ''],
-    ['tool', (w) => w.tool ?? ''],
-    ['ticket', (w) => w.ticket ?? ''],
-    ['waiting', (w) => (w.since === null ? '' : age(w.since, now)), 'n'],
-  ]),
+  table(
+    d.waiting,
+    [
+      ['run', (w) => w.runId],
+      ['agent', (w) => w.agent ?? ''],
+      ['tool', (w) => w.tool ?? ''],
+      ['ticket', (w) => w.ticket ?? ''],
+      ['waiting', (w) => (w.since === null ? '' : age(w.since, now)), 'n'],
+    ],
+    'No run waits for approval.',
+  ),
 )}
 ${section(
   'evaluations',
   'Evaluation attributes',
   'How often each attribute was recorded; the mean of its values that read as numbers' +
     " (v_evaluation_attributes; v_evaluation_values has every value's share).",
-  table(d.evaluations, [
-    ['attribute', (e) => e.name],
-    ['evaluations', (e) => int(e.evaluations), 'n'],
-    ['runs', (e) => int(e.runs), 'n'],
-    ['distinct values', (e) => int(e.distinctValues), 'n'],
-    ['mean of numeric values', (e) => fixed2(e.avgNumeric), 'n'],
-  ]),
+  table(
+    d.evaluations,
+    [
+      ['attribute', (e) => e.name],
+      ['evaluations', (e) => int(e.evaluations), 'n'],
+      ['runs', (e) => int(e.runs), 'n'],
+      ['distinct values', (e) => int(e.distinctValues), 'n'],
+      ['mean of numeric values', (e) => fixed2(e.avgNumeric), 'n'],
+    ],
+    'No evaluation was recorded yet.',
+  ),
 )}
 ${
   d.passes
@@ -257,13 +298,17 @@ ${
         'passes',
         'Recent sync passes',
         null,
-        table(d.passes, [
-          ['kind', (p) => p.kind],
-          ['status', (p) => p.status ?? ''],
-          ['started', (p) => formatTimestamp(p.startedAt)],
-          ['took', took, 'n'],
-          ['requests', (p) => (p.requests === null ? '' : int(p.requests)), 'n'],
-        ]),
+        table(
+          d.passes,
+          [
+            ['kind', (p) => p.kind],
+            ['status', (p) => p.status ?? ''],
+            ['started', (p) => formatTimestamp(p.startedAt)],
+            ['took', took, 'n'],
+            ['requests', (p) => (p.requests === null ? '' : int(p.requests)), 'n'],
+          ],
+          'No sync pass has run yet.',
+        ),
       )
     : ''
 }

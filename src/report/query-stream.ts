@@ -1,17 +1,20 @@
 import {
   type DuckDBConnection,
+  DuckDBTimestampTZValue,
   type DuckDBType,
   DuckDBTypeId,
   type DuckDBValue,
   type Json,
   JsonDuckDBValueConverter,
 } from '@duckdb/node-api';
+import { truncateToWidth } from '../util/display-width.ts';
 
 // Runs a person's SQL and hands the result over chunk by chunk, with each column's kind, so a
 // large result is printed as it arrives instead of held whole. Cells are read as DuckDB renders
 // them (timestamps keep their microseconds, BIGINT stays exact), never through a JavaScript Date.
+// For scripts (CSV, JSON) a timestamp is ISO 8601 in UTC, as the API and `status --json` write it.
 
-export type ColumnKind = 'int' | 'float' | 'decimal' | 'bool' | 'json' | 'nested' | 'text';
+export type ColumnKind = 'int' | 'float' | 'decimal' | 'bool' | 'json' | 'nested' | 'timestamp' | 'text';
 
 export interface QueryChunk {
   readonly rows: DuckDBValue[][];
@@ -58,7 +61,48 @@ export function columnKind(type: DuckDBType): ColumnKind {
   if (type.typeId === DuckDBTypeId.DECIMAL) return 'decimal';
   if (type.typeId === DuckDBTypeId.BOOLEAN) return 'bool';
   if (NESTED.has(type.typeId)) return 'nested';
+  if (TIMESTAMPS.has(type.typeId)) return 'timestamp';
   return 'text';
+}
+
+const TIMESTAMPS = new Set([
+  DuckDBTypeId.TIMESTAMP_TZ,
+  DuckDBTypeId.TIMESTAMP,
+  DuckDBTypeId.TIMESTAMP_S,
+  DuckDBTypeId.TIMESTAMP_MS,
+  DuckDBTypeId.TIMESTAMP_NS,
+]);
+
+/**
+ * A timestamp as ISO 8601, its fraction kept: `2026-11-01T22:48:27.870867Z` for a TIMESTAMPTZ (in
+ * UTC, whatever this machine's zone), without the zone for a timestamp that has none; infinity
+ * and dates beyond JavaScript's as DuckDB writes them.
+ */
+export function isoTimestamp(v: DuckDBValue): string {
+  const t = v as { micros?: bigint; millis?: bigint; seconds?: bigint; nanos?: bigint; isFinite?: boolean };
+  if (t.isFinite === false) return String(v);
+  const [units, perSecond, digits] =
+    typeof t.nanos === 'bigint'
+      ? [t.nanos, 1_000_000_000n, 9]
+      : typeof t.micros === 'bigint'
+        ? [t.micros, 1_000_000n, 6]
+        : typeof t.millis === 'bigint'
+          ? [t.millis, 1000n, 3]
+          : typeof t.seconds === 'bigint'
+            ? [t.seconds, 1n, 0]
+            : [null, 1n, 0];
+  if (units === null) return String(v);
+  let seconds = units / perSecond;
+  let frac = units % perSecond;
+  if (frac < 0n) {
+    frac += perSecond;
+    seconds -= 1n;
+  }
+  const at = new Date(Number(seconds) * 1000);
+  if (Number.isNaN(at.getTime())) return String(v);
+  const base = at.toISOString().slice(0, 19);
+  const text = frac === 0n ? base : `${base}.${String(frac).padStart(digits, '0')}`;
+  return v instanceof DuckDBTimestampTZValue ? `${text}Z` : text;
 }
 
 /** Runs every statement of `sql`; the last one's result is streamed. */
@@ -93,9 +137,10 @@ async function failing<T>(fn: () => Promise<T>): Promise<T> {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
 const CONTROL = /[\u0000-\u001f\u007f]/g;
 
-/** A cell as text: DuckDB's rendering; null as ''. */
-export function cellText(v: DuckDBValue): string {
-  return v === null ? '' : String(v);
+/** A cell as text: DuckDB's rendering, timestamps in ISO 8601; null as ''. */
+export function cellText(v: DuckDBValue, kind: ColumnKind = 'text'): string {
+  if (v === null) return '';
+  return kind === 'timestamp' ? isoTimestamp(v) : String(v);
 }
 
 /** A cell for the aligned table: numbers stay numbers (right-aligned), text is kept on one line. */
@@ -105,8 +150,7 @@ export function cellForTable(v: DuckDBValue, kind: ColumnKind, maxWidth: number)
   if (kind === 'float' && typeof v === 'number') return v;
   if (kind === 'decimal') return Number(String(v));
   const text = String(v).replace(CONTROL, (c) => (c === '\n' ? '\\n' : c === '\t' ? '\\t' : c === '\r' ? '\\r' : ' '));
-  const chars = [...text];
-  return maxWidth > 0 && chars.length > maxWidth ? `${chars.slice(0, Math.max(1, maxWidth - 1)).join('')}…` : text;
+  return truncateToWidth(text, maxWidth);
 }
 
 /** A cell for JSON output: numbers as numbers where exact, JSON columns parsed, nested values as JSON. */
@@ -131,6 +175,8 @@ export function cellForJson(v: DuckDBValue, kind: ColumnKind, json: Json): Json 
       }
     case 'nested':
       return json;
+    case 'timestamp':
+      return isoTimestamp(v);
     default:
       return String(v);
   }

@@ -83,7 +83,8 @@ async function backfill(deps: SyncDeps, spec: BackfillSpec, options: BackfillOpt
     result.resumed ? 'backfill resumed' : 'backfill started',
   );
   const onProgress = (state: WalkState, n: number) => {
-    const slice = Math.min(state.position.slice, n);
+    // Counted from 1, as people count them: "slice 3 of 5".
+    const slice = Math.min(state.position.slice + 1, n);
     deps.logger.info({ slice, slices: n, listed: state.listed, fetched: state.fetched }, 'backfill progress');
     options.onProgress?.(state, n);
   };

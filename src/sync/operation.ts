@@ -139,7 +139,8 @@ async function operateLocked<R extends OperationResult>(
       const snap = await deps.budget.snapshot().catch(() => null);
       if (snap) result.rateBudget = budgetUse(snap, result.requests.requests, result.durationMs);
     }
-    deps.logger[result.status === 'ok' ? 'info' : 'error'](
+    // A stop that was asked for (SIGTERM, Ctrl-C, a job handed back) is not a failure.
+    deps.logger[result.status === 'ok' || result.status === 'interrupted' ? 'info' : 'error'](
       {
         status: result.status,
         durationMs: result.durationMs,

@@ -146,9 +146,9 @@ export async function runScript(db: SqlRunner, sql: string): Promise<void> {
   for (let i = 0; i < statements.count; i++) await (await statements.prepare(i)).run();
 }
 
-/** Replaces the ready-made views when their file is not the one last applied. */
-async function replaceViews(db: SqlRunner, views: SchemaFiles['views'], logger: Logger, now: () => number) {
-  if (views === null || (await getState<string>(db, VIEWS_KEY)) === views.checksum) return;
+/** Replaces the ready-made views when their file is not the one last applied; whether it did. */
+async function replaceViews(db: SqlRunner, views: SchemaFiles['views'], now: () => number): Promise<boolean> {
+  if (views === null || (await getState<string>(db, VIEWS_KEY)) === views.checksum) return false;
   await db.run('BEGIN TRANSACTION');
   try {
     await runScript(db, views.sql);
@@ -158,7 +158,7 @@ async function replaceViews(db: SqlRunner, views: SchemaFiles['views'], logger: 
     await db.run('ROLLBACK');
     throw new WarehouseSchemaError(`the ready-made views (${VIEWS_FILE}) failed: ${(e as Error).message}`);
   }
-  logger.info({ views: VIEWS_FILE }, 'replaced the ready-made views');
+  return true;
 }
 
 /** Applies what is pending, in order, then the views; returns the versions applied. */
@@ -190,9 +190,14 @@ export async function migrate(
       await db.run('ROLLBACK');
       throw new WarehouseSchemaError(`schema migration ${m.name} failed: ${(e as Error).message}`);
     }
-    logger.info({ migration: m.name }, 'applied schema migration');
+    logger.debug({ migration: m.name }, 'applied schema migration');
   }
   await reconcileDeclared(db, logger, now);
-  await replaceViews(db, schema.views, logger, now);
+  const views = await replaceViews(db, schema.views, now);
+  // A new warehouse applies every migration: one line for all of them, not one each.
+  if (todo.length) {
+    const what = `${todo.length} schema migration${todo.length === 1 ? '' : 's'}${views ? ' and the ready-made views' : ''}`;
+    logger.info({ migrations: todo.map((m) => m.name) }, `applied ${what}`);
+  } else if (views) logger.info({ views: VIEWS_FILE }, 'replaced the ready-made views');
   return todo.map((m) => m.version);
 }

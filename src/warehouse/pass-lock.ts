@@ -7,8 +7,9 @@ import { processAlive } from '../util/process-alive.ts';
 // their turn for it, but two passes side by side would each list the same windows and fetch the
 // same details on one key's budget. So work that writes the warehouse first takes its pass lock,
 // a folder of files naming who holds it, each touched while held:
-// - a command (sync, snapshot, backfill, rebuild, export, compact) takes it whole (`exclusive`),
-//   and meeting any other holder exits at once, saying who holds it;
+// - a command (sync, snapshot, backfill, rebuild, export, compact) takes it whole (`exclusive`);
+//   meeting another holder, it says once who holds it and waits its turn, so a second pass started
+//   beside a first one fetches nothing until the first is done, and then only what changed;
 // - the worker's jobs take it together (`shared`: workers of a deployment share out their work
 //   through Redis already), and wait while a command holds it whole.
 // A holder whose process is gone (this host), or that nobody touched for STALE_MS (a host that
@@ -34,10 +35,7 @@ export class PassLockedError extends Error {
     readonly dir: string,
     readonly holder: PassHolder,
   ) {
-    super(
-      `another pass holds the warehouse ${dir} (${holderText(holder)}); ` +
-        'this one did nothing: run it again once that one has finished',
-    );
+    super(`another pass holds the warehouse ${dir} (${holderText(holder)})`);
   }
 }
 
@@ -100,13 +98,36 @@ export function takePassLock(dir: string, kind: string): PassLock {
 type Held = Map<string, { lock: PassLock; count: number }>;
 const whole: Held = new Map();
 
-/** Runs `fn` holding the pass lock of `dir` whole. */
-export async function withPassLock<T>(dir: string, kind: string, fn: () => Promise<T>): Promise<T> {
-  const lock = takePassLock(dir, kind);
+/** Runs `fn` holding the pass lock of `dir` whole, waiting its turn for it. */
+export async function withPassLock<T>(dir: string, kind: string, o: LockWait, fn: () => Promise<T>): Promise<T> {
+  const lock = await waitForPassLock(dir, kind, o);
   try {
     return await fn();
   } finally {
     lock.release();
+  }
+}
+
+export interface LockWait {
+  signal: AbortSignal;
+  /** Told once, when the lock is held by another and this one must wait. */
+  onHeld: (e: PassLockedError) => void;
+  everyMs?: number;
+}
+
+/** Takes the pass lock of `dir` whole, waiting while another holds it. */
+export async function waitForPassLock(dir: string, kind: string, o: LockWait): Promise<PassLock> {
+  let told = false;
+  for (;;) {
+    try {
+      return takePassLock(dir, kind);
+    } catch (e) {
+      if (!(e instanceof PassLockedError)) throw e;
+      if (!told) o.onHeld(e);
+      told = true;
+    }
+    if (o.signal.aborted) throw o.signal.reason;
+    await pause(o.everyMs ?? 1000, o.signal);
   }
 }
 const shared: Held = new Map();

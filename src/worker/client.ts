@@ -39,6 +39,13 @@ export interface QueueReport {
   schedules: { id: string; pattern: string | null; next: number | null }[];
   /** A load waiting for a warehouse someone else holds. */
   blocked: { holderPid: number | null; holder: string | null; waiting: string; since: number } | null;
+  /** Worker processes connected to these queues; null when Redis does not say (CLIENT LIST refused). */
+  workers: number | null;
+}
+
+/** The worker processes connected to the write queue (every worker has one); null: Redis would not say. */
+export async function connectedWorkers(c: Pick<QueueClient, 'write'>): Promise<number | null> {
+  return c.write.getWorkersCount().catch(() => null);
 }
 
 export async function queueReport(c: QueueClient): Promise<QueueReport> {
@@ -52,5 +59,6 @@ export async function queueReport(c: QueueClient): Promise<QueueReport> {
     fetch,
     schedules: schedulers.map((s) => ({ id: s.key, pattern: s.pattern ?? null, next: s.next ?? null })),
     blocked: blockedRaw ? (JSON.parse(blockedRaw) as QueueReport['blocked']) : null,
+    workers: await connectedWorkers(c),
   };
 }

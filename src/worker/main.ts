@@ -227,7 +227,12 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
   const writer = new Worker(WRITE_QUEUE, processJob, { ...common, concurrency: 1 });
   const fetcher = new Worker(FETCH_QUEUE, processJob, { ...common, concurrency: settings.fetchConcurrency });
   for (const w of [writer, fetcher]) {
-    w.on('failed', (job, err) => logger.warn({ job: job?.name, jobId: job?.id, err: err.message }, 'job failed'));
+    w.on('failed', (job, err) => {
+      const fields = { job: job?.name, jobId: job?.id, err: err.message };
+      // A job that ended because this worker is stopping has not failed: its next attempt resumes it.
+      if (shutdown.signal.aborted) logger.info(fields, 'job stopped by the shutdown; another attempt takes it up');
+      else logger.warn(fields, 'job failed');
+    });
     w.on('error', redisError);
   }
   const metrics = createMetrics({ queues, redis: connection, prefix, api: engine.deps.api });

@@ -207,7 +207,7 @@ export function createMetrics(o: {
   });
   new Gauge({
     name: 'runsync_rate_budget_used_ratio',
-    help: "The last runs pass's requests per second as a share of the key's learned rate",
+    help: "The last runs pass's requests as a share of what the key allowed over the pass (its burst and rate)",
     registers: [registry],
     async collect() {
       this.set((await lastPass())?.rateBudget?.usedShare ?? UNKNOWN);

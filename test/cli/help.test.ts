@@ -1,16 +1,40 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { type CliResult, collect, runCli, spawnCli, waitForLine } from '../support/cli.ts';
+import { type CliResult, collect, ROOT, runCli, spawnCli, waitForLine } from '../support/cli.ts';
 
 // The CLI's surface: every command of the product contract has --help; bad usage exits 2.
 
 const COMMANDS = ['demo', 'sync', 'backfill', 'snapshot', 'export', 'rebuild', 'worker', 'status', 'simulate'];
+const OTHERS = ['query', 'report', 'compact', 'purge'];
 const helps = new Map<string, CliResult>();
 
 // Each run starts a fresh Node with the TypeScript loader: start them side by side, once.
 beforeAll(async () => {
-  const results = await Promise.all(COMMANDS.map((c) => runCli([c, '--help'])));
-  for (const [i, c] of COMMANDS.entries()) helps.set(c, results[i] as CliResult);
+  const all = [...COMMANDS, ...OTHERS];
+  const results = await Promise.all(all.map((c) => runCli([c, '--help'])));
+  for (const [i, c] of all.entries()) helps.set(c, results[i] as CliResult);
 });
+
+/** The names of the settings the configuration's code reads, from its sources. */
+function settingsRead(): Set<string> {
+  const files = [
+    // Not the table the help is made from (settings.ts): that would prove nothing.
+    ...readdirSync(join(ROOT, 'src', 'config'))
+      .filter((f) => f !== 'settings.ts')
+      .map((f) => join('src', 'config', f)),
+    join('src', 'worker', 'config.ts'),
+    join('src', 'util', 'memory-budget.ts'),
+  ];
+  const names = new Set<string>();
+  for (const f of files) {
+    const text = readFileSync(join(ROOT, f), 'utf8');
+    // Quoted names only: the ones the code looks up, not those its comments mention.
+    for (const m of text.matchAll(/'(RUNSYNC_[A-Z0-9_]*[A-Z0-9]|REDIS_URL|LOG_LEVEL)'/g)) names.add(m[1] as string);
+    for (const m of text.matchAll(/env\.(RUNSYNC_[A-Z0-9_]+|REDIS_URL|LOG_LEVEL)\b/g)) names.add(m[1] as string);
+  }
+  return names;
+}
 
 describe('runsync CLI', () => {
   it('lists every command in --help', async () => {
@@ -48,6 +72,17 @@ describe('runsync CLI', () => {
     );
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`runsync ${c} is not built yet`);
+  });
+
+  it('every setting the code reads is in the --help of a command, and of those it affects', () => {
+    const read = settingsRead();
+    expect(read.size).toBeGreaterThan(20);
+    expect(read).toContain('RUNSYNC_SCHEMA_EVOLUTION');
+    const envOf = (c: string) => (helps.get(c) as CliResult).stdout.split('Environment:')[1] ?? '';
+    const helped = [...helps.keys()].map(envOf).join('\n');
+    for (const name of read) expect(helped, name).toMatch(new RegExp(`\\b${name}\\b`));
+    for (const c of ['sync', 'snapshot', 'backfill', 'worker']) expect(envOf(c)).toContain('RUNSYNC_SCHEMA_EVOLUTION');
+    for (const c of ['status', 'query', 'report', 'compact']) expect(envOf(c)).toContain('RUNSYNC_WAREHOUSE_DIR');
   });
 
   it('exits 2 on an unknown command, an unknown option, or a bad value', async () => {

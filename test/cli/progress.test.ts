@@ -1,74 +1,13 @@
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TerminalProgress } from '../../src/cli/progress-bar.ts';
+import { payload, TerminalProgress } from '../../src/cli/progress-bar.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { ProgressTracker } from '../../src/sync/progress.ts';
 import { runCli } from '../support/cli.ts';
+import { Screen } from '../support/screen.ts';
 import { startSim, tempDir } from '../sync/kit.ts';
 
 // Progress during long work: lines in the logs at a steady interval (runs listed, details fetched
 // of those to fetch, rate, ETA), and on a terminal a bar that log lines never cut into.
-
-/** A terminal as far as the bar needs one, keeping what a person would see. */
-class Screen extends Writable {
-  readonly isTTY = true;
-  readonly columns = 120;
-  readonly rows = 40;
-  private lines: string[] = [''];
-  private row = 0;
-  private col = 0;
-
-  override _write(chunk: Buffer, _enc: string, done: () => void): void {
-    this.feed(String(chunk));
-    done();
-  }
-
-  /** The screen's lines, trailing spaces trimmed. */
-  text(): string[] {
-    return this.lines.map((l) => l.trimEnd());
-  }
-
-  private feed(s: string): void {
-    for (let i = 0; i < s.length; i++) {
-      const c = s[i] as string;
-      if (c === '\x1b') {
-        const m = /^\x1b(\[\??[\d;]*[A-Za-z]|[78])/.exec(s.slice(i));
-        if (!m) continue;
-        this.escape(m[1] as string);
-        i += (m[0] as string).length - 1;
-      } else if (c === '\r') this.col = 0;
-      else if (c === '\n') {
-        this.row++;
-        this.col = 0;
-        if (this.lines.length <= this.row) this.lines.push('');
-      } else {
-        const line = (this.lines[this.row] as string).padEnd(this.col, ' ');
-        this.lines[this.row] = line.slice(0, this.col) + c + line.slice(this.col + 1);
-        this.col++;
-      }
-    }
-  }
-
-  private escape(e: string): void {
-    const n = Number(/\d+/.exec(e)?.[0] ?? 1);
-    const cmd = e[e.length - 1];
-    if (cmd === 'G') this.col = n - 1;
-    else if (cmd === 'A') this.row = Math.max(0, this.row - n);
-    else if (cmd === 'B') this.row += n;
-    else if (cmd === 'C') this.col += n;
-    else if (cmd === 'D') this.col = Math.max(0, this.col - n);
-    else if (cmd === 'K') {
-      const line = this.lines[this.row] as string;
-      this.lines[this.row] = e.includes('2')
-        ? ''
-        : e.includes('1')
-          ? ' '.repeat(this.col) + line.slice(this.col)
-          : line.slice(0, this.col);
-    } else if (cmd === 'J')
-      this.lines = this.lines.slice(0, this.row + 1).map((l, i) => (i === this.row ? l.slice(0, this.col) : l));
-    while (this.lines.length <= this.row) this.lines.push('');
-  }
-}
 
 describe('progress', () => {
   it('on a terminal: a bar with a readable ETA, and log lines printed whole above it', async () => {
@@ -101,6 +40,47 @@ describe('progress', () => {
     const after = screen.text().filter((l) => l !== '');
     // Every log line whole, on a line of its own, in order; the bar gone once the work is done.
     expect(after).toEqual(logs);
+  });
+
+  it("on a terminal: anyone's write to stderr while the bar shows lands whole above it", async () => {
+    const screen = new Screen();
+    const terminal = new TerminalProgress(screen as unknown as NodeJS.WriteStream);
+    const tracker = new ProgressTracker('sync');
+    const stop = terminal.show(tracker);
+    tracker.pageListed(100);
+    tracker.detailsAsked(100);
+    await new Promise((r) => setTimeout(r, 250));
+    // As the notice of a stop is written: straight to stderr, not through the logger.
+    screen.write('runsync: SIGINT received; stopping\n');
+    await new Promise((r) => setTimeout(r, 250));
+    tracker.detailsDone(50);
+    await new Promise((r) => setTimeout(r, 450));
+    const during = screen.text().filter((l) => l !== '');
+    expect(during[0]).toBe('runsync: SIGINT received; stopping');
+    expect(during[1]).toMatch(/^sync \[.*\] 50\/100 details/);
+    stop();
+    expect(screen.text().filter((l) => l !== '')).toEqual(['runsync: SIGINT received; stopping']);
+    // Once the bar is gone, writes go straight to the terminal again.
+    screen.write('after\n');
+    expect(screen.text().filter((l) => l !== '')).toEqual(['runsync: SIGINT received; stopping', 'after']);
+  });
+
+  it('the bar counts slices from 1: the one under way, the last once all are done', () => {
+    const at = (done: number) =>
+      payload({
+        what: 'backfill',
+        elapsedMs: 1000,
+        listed: 10,
+        toFetch: 10,
+        fetched: 5,
+        listing: false,
+        slices: { done, total: 3 },
+        ratePerSecond: 5,
+        etaMs: 2000,
+      }).text;
+    expect(at(0)).toContain('slice 1 of 3');
+    expect(at(2)).toContain('slice 3 of 3');
+    expect(at(3)).toContain('slice 3 of 3');
   });
 
   it('ETA: unknown while the only slice is being listed, from the slices done across several', () => {
@@ -167,7 +147,11 @@ describe('progress', () => {
         const finished = lines.find((l) => l.msg === 'pass finished');
         expect(finished).toBeDefined();
         expect(finished).not.toHaveProperty('migration');
-        expect(lines.filter((l) => 'migration' in l).every((l) => l.msg === 'applied schema migration')).toBe(true);
+        expect(finished).not.toHaveProperty('migrations');
+        // A new warehouse's migrations are one line, not one each.
+        const migrations = lines.filter((l) => 'migration' in l || 'migrations' in l);
+        expect(migrations).toHaveLength(1);
+        expect(migrations[0]?.msg).toMatch(/^applied \d+ schema migrations and the ready-made views$/);
       } finally {
         tmp.cleanup();
       }

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.ts';
+import { formatTimestamp } from '../../src/util/timestamp.ts';
 import { openWarehouse } from '../../src/warehouse/index.ts';
 import { runCli } from '../support/cli.ts';
 import { type ViewsFixture, viewsFixture } from '../views/fixture.ts';
@@ -89,9 +90,11 @@ describe('runsync query', () => {
       const w = want[i] as (typeof want)[number];
       expect(row[0]).toBe(w.id);
       expect(row[1]).toBe(String(w.us));
-      expect(row[3]).toBe(w.text_ts);
+      // ISO 8601 in UTC, as status --json writes it: six digits of fraction, or none for a whole second.
+      expect(row[3]).toBe(formatTimestamp(Number(w.us)));
+      expect(Date.parse(row[3] as string)).toBe(Date.parse(w.text_ts.replace(' ', 'T').replace(/\+00$/, 'Z')));
       // To the microsecond: the digits after the second are the epoch's.
-      const fraction = /\.(\d+)\+00$/.exec(row[3] as string)?.[1] ?? '';
+      const fraction = /\.(\d+)Z$/.exec(row[3] as string)?.[1] ?? '';
       expect(Number(fraction.padEnd(6, '0'))).toBe(Number(w.us % 1_000_000n));
       expect(row[4]).toBe(w.ticket_title ?? '');
     });
@@ -131,6 +134,31 @@ describe('runsync query', () => {
     ]);
     const none = await query('--format', 'json', 'SELECT 1 AS x WHERE false');
     expect(JSON.parse(none.out.join('\n'))).toEqual([]);
+  });
+
+  it('timestamps for scripts are ISO 8601 in UTC with their fraction: JSON and CSV alike', async () => {
+    const sql = `SELECT TIMESTAMPTZ '2026-11-01 23:48:27.870867+01' AS tz, TIMESTAMPTZ '2026-11-02 00:00:00+00' AS whole,
+                        TIMESTAMP '2026-11-01 22:48:27.5' AS naive, '2026-11-01 22:48:27.870867+00' AS text`;
+    const json = await query('--format', 'json', sql);
+    expect(json.code, json.err.join('\n')).toBe(0);
+    expect(JSON.parse(json.out.join('\n'))).toEqual([
+      {
+        tz: '2026-11-01T22:48:27.870867Z',
+        whole: '2026-11-02T00:00:00Z',
+        naive: '2026-11-01T22:48:27.500000',
+        text: '2026-11-01 22:48:27.870867+00',
+      },
+    ]);
+    const csv = await query('--format', 'csv', sql);
+    expect(csv.out[1]).toBe(
+      '2026-11-01T22:48:27.870867Z,2026-11-02T00:00:00Z,2026-11-01T22:48:27.500000,2026-11-01 22:48:27.870867+00',
+    );
+    // As runsync.duckdb holds them: the same instant as DuckDB's own epoch, in every row.
+    const runs = await query('--format', 'json', 'SELECT updated_at, epoch_us(updated_at) AS us FROM runs LIMIT 50');
+    for (const r of JSON.parse(runs.out.join('\n')) as { updated_at: string; us: number }[]) {
+      expect(r.updated_at).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{6})?Z$/);
+      expect(Date.parse(r.updated_at) * 1000 + (r.us % 1000)).toBe(r.us);
+    }
   });
 
   it('--analytics reads analytics.duckdb and answers the same; SQL read from stdin with -', async () => {

@@ -95,7 +95,9 @@ describe('runsync backfill and status', () => {
     expect(r.stdout).toMatch(/^open runs\s+\d+ tracked/m);
     expect(r.stdout).toMatch(/^rows\s+runs \d+/m);
     // What the budget learned of the simulator's limit, and how much of it the pass used.
-    expect(r.stdout).toMatch(/^rate budget\s+paced to [\d.]+ requests\/s(; pass \S+ used \d+% of the key's rate)?$/m);
+    expect(r.stdout).toMatch(
+      /^rate budget\s+paced to [\d.]+ requests\/s(; pass \S+ used \d+% of what the key allowed over its length)?$/m,
+    );
     expect(r.stdout).toMatch(/^ {2}key\s+[\d.]+ requests\/s \((measured|estimated)\), \d+ at once/m);
     const json = await runCli(['status', '--json'], { RUNSYNC_WAREHOUSE_DIR: dir });
     const report = JSON.parse(json.stdout) as {

@@ -91,4 +91,47 @@ describe('runsync worker, operated', () => {
     expect(waited).toBeLessThanOrEqual(heldFor + 5);
     expect(r.stdout).toContain(`held by process ${holder.pid}`);
   });
+
+  it('a clean SIGTERM is not a failure: info lines only, the jobs in flight handed back', {
+    timeout: 180_000,
+  }, async () => {
+    // Slow enough that fetch jobs are in flight when the stop comes.
+    const sim = await each.sim({
+      seed: 96,
+      size: 600,
+      days: 5,
+      now: systemMicros() - MICROS_PER_HOUR,
+      rateLimit: { perKey: { limit: 30, windowSeconds: 1 } },
+    });
+    const dir = each.dir();
+    const w = start({ ...workerEnv(sim, dir, each.prefix()), ...NEVER, LOG_LEVEL: 'info' });
+    each.workers.push(w);
+    const lines = () =>
+      w
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: string; msg: string; job?: string });
+    await eventually(
+      async () => sim.counters.count('runs.get') >= 60,
+      120_000,
+      () => w.output().slice(-2000),
+    );
+    w.child.kill('SIGTERM');
+    expect((await w.exited).code).toBe(0);
+    const stopping = lines().findIndex((l) => l.msg === 'worker stopping');
+    expect(stopping).toBeGreaterThan(0);
+    const after = lines().slice(stopping);
+    expect(
+      after.filter((l) => l.level !== 'info'),
+      w.output().slice(-3000),
+    ).toEqual([]);
+    expect(after.some((l) => l.msg === 'pass finished')).toBe(true);
+    const handedBack = after.filter((l) => /handed the job back/.test(l.msg));
+    expect(
+      handedBack.some((l) => l.job === 'fetch-details'),
+      w.output().slice(-3000),
+    ).toBe(true);
+    expect(lines().filter((l) => l.msg === 'job failed')).toEqual([]);
+  });
 });

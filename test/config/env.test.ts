@@ -99,6 +99,13 @@ describe('loadConfig', () => {
     ['RUNSYNC_RATE_LIMIT', { RUNSYNC_RATE_LIMIT: '0' }, /positive number/],
     ['RUNSYNC_RATE_RESERVE', { RUNSYNC_RATE_RESERVE: '100%' }, /share from 0/],
     ['RUNSYNC_RECONCILE_EVERY', { RUNSYNC_RECONCILE_EVERY: 'hourly' }, /positive duration/],
+    // The word for "none" is named, so `never` or `none` is put right at once.
+    [
+      'RUNSYNC_RECONCILE_EVERY',
+      { RUNSYNC_RECONCILE_EVERY: 'never' },
+      /, or off for no rolling reconciliation; got "never"/,
+    ],
+    ['RUNSYNC_SCHEMA_EVOLUTION', { RUNSYNC_SCHEMA_EVOLUTION: 'maybe' }, /must be on or off/],
     ['RUNSYNC_RECONCILE_BUDGET', { RUNSYNC_RECONCILE_BUDGET: '0%' }, /share above 0 up to 1/],
     ['RUNSYNC_RECONCILE_BUDGET', { RUNSYNC_RECONCILE_BUDGET: '150%' }, /share above 0 up to 1/],
     ['REDIS_URL', { REDIS_URL: 'http://cache:6379' }, /redis:\/\//],

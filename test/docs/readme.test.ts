@@ -2,6 +2,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { INTERNAL_NAMES } from '../../src/config/settings.ts';
 
 // The README is a newcomer's page: its settings table names every setting runsync reads, once;
 // what a newcomer needs first is on its first screens; and no link of the README or of docs/
@@ -26,7 +27,8 @@ async function settingsRead(): Promise<string[]> {
     const text = await readFile(f, 'utf8');
     for (const m of text.matchAll(/'(RUNSYNC_[A-Z0-9_]+|REDIS_URL|LOG_LEVEL)'/g)) names.add(m[1] as string);
   }
-  return [...names].sort();
+  // The launcher's mark and the test and bench switches are not settings.
+  return [...names].filter((n) => !INTERNAL_NAMES.includes(n)).sort();
 }
 
 /** GitHub's anchor for a heading. */

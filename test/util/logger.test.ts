@@ -25,4 +25,43 @@ describe('logger', () => {
       { passId: 'p1', job: 'runs-pass', msg: 'pass finished' },
     ]);
   });
+
+  it('on a terminal: one line a log; fields only for warnings and errors, and no secret', () => {
+    const out: string[] = [];
+    const key = 'svc_live_terminal_secret_123';
+    const logger = createLogger({
+      pretty: true,
+      color: false,
+      secrets: [key],
+      destination: { write: (l: string) => out.push(l) },
+    });
+    logger.info({ migrations: ['0001.sql', '0002.sql'], passId: 'p' }, 'applied 2 schema migrations');
+    logger.warn({ err: new Error(`refused ${key}`), downForS: 3 }, 'redis is unreachable');
+    const text = out.join('');
+    expect(text.trimEnd().split('\n')).toHaveLength(2);
+    expect(text).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: applied 2 schema migrations\n/);
+    expect(text).toMatch(/WARN: redis is unreachable: refused \[REDACTED\] \(downForS=3\)\n$/);
+  });
+
+  it('times are ISO 8601 in UTC in a line, not microseconds since 1970; small numbers stay numbers', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = createLogger({ destination: { write: (l: string) => lines.push(JSON.parse(l)) } });
+    const from = Date.UTC(2026, 10, 1, 22, 48, 27) * 1000 + 870867;
+    await withLogFields({ passId: 'p' }, async () => {
+      logger.info(
+        { from, to: from + 3_600_000_000, at: 0, slices: 3, listedAt: from, durationMs: 1500 },
+        'backfill started',
+      );
+    });
+    expect(lines[0]).toMatchObject({
+      from: '2026-11-01T22:48:27.870867Z',
+      to: '2026-11-01T23:48:27.870867Z',
+      listedAt: '2026-11-01T22:48:27.870867Z',
+      at: 0,
+      slices: 3,
+      durationMs: 1500,
+      passId: 'p',
+    });
+    expect(String(lines[0]?.time)).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+  });
 });

@@ -136,8 +136,10 @@ export function backfillCommand(ctx: CliContext, setExit: (code: number) => void
           setExit(EXIT_OK);
         } catch (e) {
           if (!(e instanceof BackfillError)) throw e;
-          ctx.err(`runsync: backfill ${e.backfill.key} stopped: ${e.message}`);
-          ctx.err(`  ${e.backfill.runs.fetched} details loaded before it stopped; run the same command to resume`);
+          const b = e.backfill;
+          const kept = `${b.runs.fetched} details loaded before it stopped; the same command resumes it`;
+          if (b.status === 'interrupted') ctx.err(`runsync: stopped; backfill ${b.key} keeps its place: ${kept}`);
+          else ctx.err(`runsync: backfill ${b.key} stopped: ${e.message}\n  ${kept}`);
           setExit(EXIT_FAILED);
         }
       },

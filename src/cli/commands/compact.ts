@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { memoryBudgetOf } from '../../config/index.ts';
@@ -7,7 +6,8 @@ import { compactWarehouse } from '../../warehouse/compact.ts';
 import { withPassLock } from '../../warehouse/pass-lock.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
-import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
+import { lockWait } from './engine-context.ts';
+import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync compact`: rewrites runsync.duckdb into a fresh, packed file now, whatever its size
 // (passes do it on their own once the file has grown well beyond its live rows). Waits for a
@@ -21,12 +21,13 @@ export function compactCommand(ctx: CliContext, setExit: (code: number) => void)
     .action(async () => {
       const dir = warehouseDirFrom(ctx.env);
       const file = join(dir, DB_FILE);
-      if (!existsSync(file)) {
-        ctx.err(noWarehouseYet(file));
+      const problem = unreadable(file);
+      if (problem !== null) {
+        ctx.err(problem);
         setExit(EXIT_FAILED);
         return;
       }
-      await withPassLock(dir, 'compact', async () => {
+      await withPassLock(dir, 'compact', lockWait(ctx), async () => {
         const logger = createLogger({ level: ctx.env.LOG_LEVEL ?? 'warn' });
         const r = await compactWarehouse(dir, {
           logger,

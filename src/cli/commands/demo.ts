@@ -94,6 +94,25 @@ async function summary(wh: Warehouse): Promise<string[]> {
   return lines;
 }
 
+/**
+ * What to try next: commands that work at once on what the demo left, with nothing else
+ * installed (no DuckDB client is needed: `runsync query` is one).
+ */
+export function nextSteps(rel: string): string[] {
+  const run = `${rel === 'warehouse' ? '' : `RUNSYNC_WAREHOUSE_DIR=${rel} `}npx runsync`;
+  const steps: [string, string][] = [
+    [`${run} query "SELECT * FROM v_runs_daily_resolution ORDER BY day DESC LIMIT 7"`, 'any SQL, read-only'],
+    [`${run} report`, `charts of the main views in ${join(rel, 'report.html')}`],
+    [`${run} status`, 'what landed, how fresh, what is stuck'],
+    [
+      `${run} query --analytics "SELECT count(*) AS runs FROM runs"`,
+      `views over ${join(rel, 'parquet')}/, readable while a sync writes`,
+    ],
+  ];
+  const width = Math.max(...steps.map(([c]) => c.length));
+  return ['', 'Next:', ...steps.map(([c, what]) => `  ${c.padEnd(width)}   # ${what}`)];
+}
+
 export function demoCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('demo')
     .description(
@@ -129,13 +148,13 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         const terminal = terminalFor(ctx);
         const logger = configuredLogger(config, {
           pretty: ctx.isTty,
-          ...(terminal ? { destination: terminal.logSink } : {}),
+          ...(terminal ? { destination: terminal.logSink, leaveOut: terminal.leaveOut } : {}),
         });
         const engine = createEngine(config, { logger, signal: ctx.signal, now: () => sim.clock.now() });
         try {
           const tracker = new ProgressTracker('demo');
-          const stopLog = logProgress(tracker, logger, config.progressEveryMs);
           const stopBar = terminal?.show(tracker);
+          const stopLog = stopBar ? () => undefined : logProgress(tracker, logger, config.progressEveryMs);
           const first = await runPass(tracker.track(engine.deps)).finally(() => {
             stopBar?.();
             stopLog();
@@ -150,11 +169,7 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
         }
         for (const l of await withWarehouse(dir, { readOnly: true, budget: memoryBudgetOf(ctx.env) }, summary))
           ctx.out(l);
-        const rel = relative(process.cwd(), dir) || '.';
-        ctx.out('');
-        const readers = `${join(rel, ANALYTICS_FILE)}, views over ${join(rel, 'parquet')}/, readable while a sync runs`;
-        ctx.out(`Open it:   duckdb ${join(rel, DB_FILE)}   (or ${readers})`);
-        ctx.out(`Status:    RUNSYNC_WAREHOUSE_DIR=${rel} npx runsync status`);
+        for (const l of nextSteps(relative(process.cwd(), dir) || '.')) ctx.out(l);
         setExit(EXIT_OK);
       } finally {
         await sim.close();

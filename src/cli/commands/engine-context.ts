@@ -2,7 +2,7 @@ import { configuredLogger, loadConfig, prepareWarehouseDir, type RunsyncConfig }
 import { createEngine, type Engine, type EngineOptions, type SyncDeps } from '../../sync/index.ts';
 import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import type { Logger } from '../../util/logger.ts';
-import { takePassLock } from '../../warehouse/pass-lock.ts';
+import { type LockWait, waitForPassLock } from '../../warehouse/pass-lock.ts';
 import type { CliContext } from '../context.ts';
 import { TerminalProgress } from '../progress-bar.ts';
 
@@ -26,8 +26,8 @@ export async function withEngine<T>(
   const { lockAs = 'sync', ...engineOptions } = options;
   const config = loadConfig(ctx.env);
   prepareWarehouseDir(config.warehouseDir, config.share);
-  // One pass at a time on a warehouse: another one running, this command exits at once (exit 1).
-  const lock = takePassLock(config.warehouseDir, lockAs);
+  // One pass at a time on a warehouse: another one running, this command waits its turn.
+  const lock = await waitForPassLock(config.warehouseDir, lockAs, lockWait(ctx));
   try {
     return await withLockedEngine(ctx, config, fn, engineOptions);
   } finally {
@@ -44,13 +44,14 @@ async function withLockedEngine<T>(
   const terminal = terminalFor(ctx);
   const logger = configuredLogger(config, {
     pretty: ctx.isTty,
-    ...(terminal ? { destination: terminal.logSink } : {}),
+    ...(terminal ? { destination: terminal.logSink, leaveOut: terminal.leaveOut } : {}),
   });
   const engine = createEngine(config, { logger, signal: ctx.signal, ...options });
   const withProgress: EngineRun['withProgress'] = async (what, run) => {
     const tracker = new ProgressTracker(what);
-    const stopLog = logProgress(tracker, logger, config.progressEveryMs);
+    // On a terminal the bar shows what the progress lines would say; they would only push it around.
     const stopBar = terminal?.show(tracker);
+    const stopLog = stopBar ? () => undefined : logProgress(tracker, logger, config.progressEveryMs);
     try {
       return await run(tracker.track(engine.deps), tracker);
     } finally {
@@ -68,4 +69,12 @@ async function withLockedEngine<T>(
 /** A progress bar when a person watches: stdout and stderr both a terminal. */
 export function terminalFor(ctx: CliContext): TerminalProgress | null {
   return ctx.isTty && process.stderr.isTTY ? new TerminalProgress(process.stderr) : null;
+}
+
+/** How a command waits for the warehouse's pass lock: saying so once, stopped by a signal. */
+export function lockWait(ctx: CliContext): LockWait {
+  return {
+    signal: ctx.signal,
+    onHeld: (e) => ctx.err(`runsync: ${e.message}; this one waits for it to finish`),
+  };
 }

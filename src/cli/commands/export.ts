@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { memoryBudgetOf, prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
@@ -10,7 +9,8 @@ import { withWarehouse } from '../../warehouse/open.ts';
 import { withPassLock } from '../../warehouse/pass-lock.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_OK } from '../context.ts';
-import { warehouseDirFrom } from './warehouse-dir.ts';
+import { lockWait } from './engine-context.ts';
+import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 export function exportCommand(ctx: CliContext, setExit: (code: number) => void): Command {
   return new Command('export')
@@ -20,9 +20,9 @@ export function exportCommand(ctx: CliContext, setExit: (code: number) => void):
     .option('--full', 'rewrite every partition')
     .action(async (o: { full?: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
-      if (!existsSync(join(dir, DB_FILE)))
-        throw new Error(`there is no warehouse at ${join(dir, DB_FILE)} (RUNSYNC_WAREHOUSE_DIR); run a sync first`);
-      await withPassLock(dir, 'export', async () => {
+      const problem = unreadable(join(dir, DB_FILE));
+      if (problem !== null) throw new Error(problem.replace(/^runsync: /, ''));
+      await withPassLock(dir, 'export', lockWait(ctx), async () => {
         const share = shareGroup(ctx.env);
         const storage = storageConfig(ctx.env, dir);
         prepareWarehouseDir(dir, share);

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { memoryBudgetOf } from '../../config/index.ts';
@@ -11,11 +11,11 @@ import {
   type QueryStream,
   streamQuery,
 } from '../../report/query-stream.ts';
-import { openReadSource, type ReadSource } from '../../report/read-source.ts';
-import { DB_FILE, WarehouseLockedError } from '../../warehouse/index.ts';
+import { NoAnalyticsFileError, openReadSource, type ReadSource } from '../../report/read-source.ts';
+import { ANALYTICS_FILE, DB_FILE, WarehouseLockedError } from '../../warehouse/index.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK, UsageError } from '../context.ts';
 import { formatTable } from '../table-format.ts';
-import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
+import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync query "SQL"`: for people without a DuckDB client. Read-only: runsync.duckdb opened
 // read-only (refused while a writer holds it, with analytics.duckdb suggested), or with
@@ -63,8 +63,11 @@ export function queryCommand(ctx: CliContext, setExit: (code: number) => void): 
       const sql = sqlArg === '-' ? readFileSync(0, 'utf8') : sqlArg;
       if (!sql.trim()) throw new UsageError('the SQL is empty');
       const dir = warehouseDirFrom(ctx.env);
-      if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
-        ctx.err(noWarehouseYet(join(dir, DB_FILE)));
+      const problem = o.analytics
+        ? unreadable(join(dir, ANALYTICS_FILE), (f) => `runsync: ${new NoAnalyticsFileError(f).message}`)
+        : unreadable(join(dir, DB_FILE));
+      if (problem !== null) {
+        ctx.err(problem);
         setExit(EXIT_FAILED);
         return;
       }
@@ -122,7 +125,7 @@ async function printTable(ctx: CliContext, s: QueryStream, o: QueryOptions): Pro
 async function printCsv(ctx: CliContext, s: QueryStream): Promise<void> {
   if (s.columns.length) ctx.out(s.columns.map(csvField).join(','));
   for await (const chunk of s.chunks)
-    for (const row of chunk.rows) ctx.out(row.map((v) => csvField(cellText(v))).join(','));
+    for (const row of chunk.rows) ctx.out(row.map((v, i) => csvField(cellText(v, s.kinds[i]))).join(','));
 }
 
 async function printJson(ctx: CliContext, s: QueryStream): Promise<void> {

@@ -12,6 +12,7 @@ import { withPassLock } from '../../warehouse/pass-lock.ts';
 import { rebuildInPlace } from '../../warehouse/rebuild.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_OK } from '../context.ts';
+import { lockWait } from './engine-context.ts';
 import { warehouseDirFrom } from './warehouse-dir.ts';
 
 export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void): Command {
@@ -23,7 +24,7 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
       const share = shareGroup(ctx.env);
       const storage = storageConfig(ctx.env, dir);
       prepareWarehouseDir(dir, share);
-      await withPassLock(dir, 'rebuild', async () => {
+      await withPassLock(dir, 'rebuild', lockWait(ctx), async () => {
         let files = 0;
         for (const e of ARCHIVE_ENDPOINTS) files += (await listArchiveFiles(dir, e)).length;
         if (files === 0 && existsSync(join(dir, DB_FILE))) {

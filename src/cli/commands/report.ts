@@ -1,17 +1,16 @@
-import { existsSync } from 'node:fs';
 import { rename, rm, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
 import { memoryBudgetOf, shareGroup } from '../../config/index.ts';
 import { readReportData } from '../../report/data.ts';
 import { renderReport } from '../../report/html.ts';
-import { openReadSource, type ReadSource } from '../../report/read-source.ts';
+import { NoAnalyticsFileError, openReadSource, type ReadSource } from '../../report/read-source.ts';
 import { shareFile } from '../../util/file-share.ts';
 import { WarehouseLockedError } from '../../warehouse/errors.ts';
 import { systemMicros } from '../../warehouse/open.ts';
-import { DB_FILE } from '../../warehouse/types.ts';
+import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
-import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
+import { accessOf, unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync report`: one self-contained HTML page (inline SVG charts, nothing fetched) of the
 // ready-made views. Reads runsync.duckdb read-only; while a writer holds it past a short wait,
@@ -31,12 +30,16 @@ export function reportCommand(ctx: CliContext, setExit: (code: number) => void):
     .action(async (o: { out?: string; analytics?: boolean; wait: number }) => {
       const dir = warehouseDirFrom(ctx.env);
       const out = resolve(o.out ?? join(dir, 'report.html'));
-      if (!o.analytics && !existsSync(join(dir, DB_FILE))) {
-        ctx.err(noWarehouseYet(join(dir, DB_FILE)));
+      const analytics = o.analytics === true || readsAnalyticsInstead(ctx, dir);
+      const problem = analytics
+        ? unreadable(join(dir, ANALYTICS_FILE), (f) => `runsync: ${new NoAnalyticsFileError(f).message}`)
+        : unreadable(join(dir, DB_FILE));
+      if (problem !== null) {
+        ctx.err(problem);
         setExit(EXIT_FAILED);
         return;
       }
-      const source = await open(ctx, dir, o.analytics === true, o.wait * 1000);
+      const source = await open(ctx, dir, analytics, o.wait * 1000);
       let html: string;
       try {
         html = renderReport(await readReportData(source, { kind: source.kind, file: source.file }, systemMicros()));
@@ -56,6 +59,17 @@ export function reportCommand(ctx: CliContext, setExit: (code: number) => void):
       ctx.out(`wrote ${out} (${Math.ceil(Buffer.byteLength(html) / 1024)} KB) from ${source.file}`);
       setExit(EXIT_OK);
     });
+}
+
+/**
+ * runsync.duckdb is its owner's alone: a member of RUNSYNC_SHARE_GROUP who may read
+ * analytics.duckdb gets the report from it, told so, rather than a refusal.
+ */
+function readsAnalyticsInstead(ctx: CliContext, dir: string): boolean {
+  const file = join(dir, DB_FILE);
+  if (accessOf(file) !== 'denied' || accessOf(join(dir, ANALYTICS_FILE)) !== 'readable') return false;
+  ctx.err(`runsync: cannot read ${file} (permission denied); reporting from ${ANALYTICS_FILE}, as of the last export`);
+  return true;
 }
 
 function seconds(v: string): number {

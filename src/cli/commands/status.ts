@@ -1,4 +1,4 @@
-import { existsSync, statSync } from 'node:fs';
+import { statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { Command } from 'commander';
 import { NOTABLE_SKEW_MS } from '../../api/server-clock.ts';
@@ -14,8 +14,9 @@ import { DB_FILE } from '../../warehouse/types.ts';
 import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { schemaChangeLines } from './schema-lines.ts';
-import { rateBudgetLines } from './status-budget.ts';
-import { noWarehouseYet, warehouseDirFrom } from './warehouse-dir.ts';
+import { rateBudgetLines, withKeyShare } from './status-budget.ts';
+import { scheduleLine } from './status-schedule.ts';
+import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
 
 // `runsync status`: what a person on call asks first. Needs only the warehouse directory; the
 // file is opened read-only for a moment, and a writer holding it is named rather than waited on.
@@ -30,16 +31,20 @@ export function statusCommand(ctx: CliContext, setExit: (code: number) => void):
       const queues = await queueLines(ctx.env, dir).catch((e: unknown) => [
         `queues        cannot read them from REDIS_URL: ${(e as Error).message}`,
       ]);
-      if (!existsSync(file)) {
+      const problem = unreadable(file);
+      if (problem !== null) {
         for (const l of queues) ctx.out(l);
-        ctx.err(noWarehouseYet(file));
+        ctx.err(problem);
         setExit(EXIT_FAILED);
         return;
       }
       let report: StatusReport;
       try {
         const budget = memoryBudgetOf(ctx.env);
-        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000, budget }, (wh) => readStatus(wh));
+        report = await withWarehouse(dir, { readOnly: true, lockWaitMs: 5_000, budget }, async (wh) => {
+          const r = await readStatus(wh);
+          return { ...r, rateBudget: await withKeyShare(wh, r.rateBudget) };
+        });
       } catch (e) {
         if (!(e instanceof WarehouseLockedError)) throw e;
         const analytics = join(dir, 'analytics.duckdb');
@@ -185,7 +190,10 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
           : `backfill ${w.key.slice('backfill.'.length)}`;
     const state = (w.done ? 'done' : 'in progress').padEnd(14);
     const span = `${formatTimestamp(w.from)} → ${formatTimestamp(w.to)}`;
-    const progress = `slice ${w.slice}/${w.slices}, ${w.listed} listed, ${w.fetched} fetched`;
+    const slice = w.done
+      ? `${w.slices} of ${w.slices} slices`
+      : `slice ${Math.min(w.slice + 1, w.slices)} of ${w.slices}`;
+    const progress = `${slice}, ${w.listed} listed, ${w.fetched} fetched`;
     lines.push(`${state}${what} ${span}: ${progress}, updated ${ago(w.updatedAt, now)}`);
   }
   const newest = ago(r.freshness.newestRunUpdatedAt, now);
@@ -226,10 +234,7 @@ async function queueLines(env: NodeJS.ProcessEnv, dir: string): Promise<string[]
         .map(([k, v]) => `${k} ${v}`)
         .join(', ') || 'empty';
     const lines = [`queues        write: ${depth(q.write)}; fetch: ${depth(q.fetch)}`];
-    for (const s of q.schedules) {
-      const next = s.next ? formatTimestamp(s.next * 1000) : 'not planned';
-      lines.push(`schedule      ${s.id} "${s.pattern ?? ''}" UTC, next ${next}`);
-    }
+    for (const s of q.schedules) lines.push(scheduleLine(s, q.workers, Date.now()));
     if (q.blocked) {
       const who = holderName(q.blocked.holderPid, q.blocked.holder);
       const waited = Math.round((Date.now() - q.blocked.since) / 1000);

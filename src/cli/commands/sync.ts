@@ -18,8 +18,12 @@ async function pass(ctx: CliContext, setExit: (code: number) => void, options: P
         setExit(r.status === 'ok' ? EXIT_OK : EXIT_FAILED);
       } catch (e) {
         if (!(e instanceof PassError)) throw e;
-        for (const l of passLines(e.pass)) ctx.err(l);
-        ctx.err(`runsync: ${e.message}`);
+        // The summary once, then each problem once; a stop that was asked for is one plain line.
+        const p = e.pass;
+        for (const l of passLines(p)) ctx.err(l);
+        const stopped = p.status === 'interrupted';
+        for (const m of stopped ? p.errors.slice(0, -1) : p.errors) ctx.err(`runsync: ${m}`);
+        if (stopped) ctx.err('runsync: stopped; the next pass resumes where this one stopped');
         setExit(EXIT_FAILED);
       }
     },
