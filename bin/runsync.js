@@ -39,9 +39,15 @@ if (flags.length === 0) {
       env: { ...process.env, ...allocatorEnv(process.env), RUNSYNC_HEAP_SET: '1' },
     },
   );
-  // Ctrl-C at a terminal reaches both processes already; passed on, it would count as a second stop.
+  // Stop signals go on as a message, which the command pairs with the signal itself when a whole
+  // process group was signalled (src/cli/stop-signals.ts); others as they are. Ctrl-C at a terminal
+  // reaches both processes already.
   const forwarded = process.stdin.isTTY ? ['SIGTERM', 'SIGHUP'] : ['SIGTERM', 'SIGHUP', 'SIGINT'];
-  for (const s of forwarded) process.on(s, () => child.kill(s));
+  const passOn = (s) => {
+    if (s === 'SIGHUP' || !child.connected) return child.kill(s);
+    child.send({ signal: s }, (e) => e && child.kill(s));
+  };
+  for (const s of forwarded) process.on(s, () => passOn(s));
   if (process.stdin.isTTY) process.on('SIGINT', () => undefined);
   child.on('exit', (code, signal) => {
     if (signal) {

@@ -8,10 +8,12 @@ import { processAlive } from '../util/process-alive.ts';
 // gone by then, so the system's default action applies even while JavaScript is blocked (as
 // process 1 of a container, where the default action does nothing, a handler exits instead).
 //
-// One stop often arrives more than once: a supervisor or a terminal signals the whole process
-// group (systemd's KillMode=control-group, Ctrl-C), so the command gets it both directly and from
-// the launcher (bin/runsync.js) that passes signals on. Signals within SAME_STOP_MS of the first
-// are that same stop; only one sent later, on purpose, is a second.
+// One stop often arrives twice: a supervisor or a terminal signals the whole process group
+// (systemd's KillMode=control-group, Ctrl-C), so the command gets the signal itself and, as a
+// message, from the launcher (bin/runsync.js) that passes signals on. A signal and a message of
+// the same kind are paired as one delivery, in whichever order they come and however late (up to
+// PAIR_MS); only an unpaired one is a second stop. Once its twin has come (or cannot come: no
+// launcher passes that signal on), the first stop's handlers go.
 //
 // Started through npm (`npx runsync …`, `npm start -- …`), the signal a supervisor sends reaches
 // npm, which passes it to the shell it started, not to node: the shell dies and node would run on
@@ -38,29 +40,53 @@ export interface StopHandling {
 const SIGNALS = ['SIGTERM', 'SIGINT'] as const;
 const SIGNAL_NUMBER: Record<(typeof SIGNALS)[number], number> = { SIGTERM: 15, SIGINT: 2 };
 const WATCH_EVERY_MS = 1000;
-/** How long after the first stop signal another one is taken as the same delivery. */
-export const SAME_STOP_MS = 1000;
+/** How far apart a signal and the launcher's message of it may come and still be one delivery. */
+export const PAIR_MS = 10_000;
+
+type StopSignal = (typeof SIGNALS)[number];
+type Origin = 'signal' | 'launcher';
 
 export function handleStopSignals(o: StopOptions): StopHandling {
   let requested = false;
   let deadline: NodeJS.Timeout | null = null;
   let watch: NodeJS.Timeout | null = null;
-  const immediate = (signal: (typeof SIGNALS)[number]) => () => o.exit(128 + SIGNAL_NUMBER[signal]);
-  const afterFirst = SIGNALS.map((s) => [s, immediate(s)] as const);
+  const exitNow = (signal: StopSignal) => () => o.exit(128 + SIGNAL_NUMBER[signal]);
+  const afterFirst = SIGNALS.map((s) => [s, exitNow(s)] as const);
+  // A second stop ends the process as the signal's own default action would (process 1 of a
+  // container has none, so it exits).
+  const immediate = (signal: StopSignal) => () => {
+    for (const [s, h] of handlers) process.off(s, h);
+    if (process.pid === 1) exitNow(signal)();
+    else process.kill(process.pid, signal);
+  };
+  // Deliveries not yet paired with their twin of the other origin.
+  let unpaired: { origin: Origin; signal: StopSignal; at: number }[] = [];
+  const passedOn = launcherPassesOn(o.env);
 
-  let echoes: NodeJS.Timeout | null = null;
-  const echo = () => undefined;
+  const handOver = () => {
+    for (const [s, h] of handlers) process.off(s, h);
+    if (process.pid === 1) for (const [s, h] of afterFirst) process.once(s, h);
+  };
+  const delivered = (origin: Origin, signal: StopSignal) => {
+    const now = Date.now();
+    unpaired = unpaired.filter((d) => now - d.at < PAIR_MS);
+    const twin = unpaired.findIndex((d) => d.origin !== origin && d.signal === signal);
+    if (twin >= 0) {
+      unpaired.splice(twin, 1);
+      if (requested && unpaired.length === 0) handOver();
+      return;
+    }
+    if (requested) return immediate(signal)();
+    const waitForTwin = passedOn.has(signal) || origin === 'launcher';
+    unpaired.push({ origin, signal, at: now });
+    stop(`${signal} received`);
+    if (!waitForTwin) handOver();
+  };
+
   const stop = (why: string) => {
     if (requested) return;
     requested = true;
-    for (const [s, h] of handlers) process.off(s, h);
     if (watch) clearInterval(watch);
-    for (const s of SIGNALS) process.on(s, echo);
-    echoes = setTimeout(() => {
-      for (const s of SIGNALS) process.off(s, echo);
-      if (process.pid === 1) for (const [s, h] of afterFirst) process.once(s, h);
-    }, SAME_STOP_MS);
-    echoes.unref();
     const seconds = Math.round(o.graceMs / 100) / 10;
     o.notice(`runsync: ${why}; stopping within ${seconds} s (RUNSYNC_SHUTDOWN_GRACE); a second signal stops at once`);
     // Before the grace ends, by enough that a busy machine (the timer late, the exit itself slow)
@@ -75,15 +101,26 @@ export function handleStopSignals(o: StopOptions): StopHandling {
     o.controller.abort(new Error(`stopped by ${why}`));
   };
 
-  const handlers = SIGNALS.map((s) => [s, () => stop(`${s} received`)] as const);
-  for (const [s, h] of handlers) process.once(s, h);
+  const handlers = SIGNALS.map((s) => [s, () => delivered('signal', s)] as const);
+  for (const [s, h] of handlers) process.on(s, h);
+  const fromLauncher = (m: unknown) => {
+    const signal = (m as { signal?: unknown } | null)?.signal;
+    if (signal === 'SIGTERM' || signal === 'SIGINT') delivered('launcher', signal);
+  };
+  if (process.channel) {
+    process.on('message', fromLauncher);
+    // Listening must not keep a command alive that has finished.
+    process.channel.unref();
+  }
 
   const launcher = npmAncestors(o.env);
   if (launcher) {
     const firstParent = process.ppid;
     watch = setInterval(() => {
-      if (process.ppid !== firstParent || launcher.some((pid) => !processAlive(pid)))
+      if (process.ppid !== firstParent || launcher.some((pid) => !processAlive(pid))) {
         stop('npm, which started this process, has exited');
+        handOver();
+      }
     }, WATCH_EVERY_MS);
     watch.unref();
   }
@@ -93,14 +130,24 @@ export function handleStopSignals(o: StopOptions): StopHandling {
       return requested;
     },
     dispose() {
-      for (const [s, h] of handlers) process.off(s, h);
+      // A stop's twin may still be on its way: a command that returned at once after a stop must
+      // not be killed by it, so the handlers stay until it comes.
+      if (!requested || unpaired.length === 0) for (const [s, h] of handlers) process.off(s, h);
       for (const [s, h] of afterFirst) process.off(s, h);
-      if (echoes) clearTimeout(echoes);
-      for (const s of SIGNALS) process.off(s, echo);
+      process.off('message', fromLauncher);
       // The deadline stays: a command that returned after a stop must still be gone in time.
       if (watch) clearInterval(watch);
     },
   };
+}
+
+/**
+ * The signals bin/runsync.js passes on to the command it started again (as a message): SIGTERM
+ * always, SIGINT unless a terminal sends it to both. None when no launcher started this process.
+ */
+export function launcherPassesOn(env: NodeJS.ProcessEnv): Set<StopSignal> {
+  if (env.RUNSYNC_HEAP_SET === undefined || !process.channel) return new Set();
+  return new Set(process.stdin.isTTY ? ['SIGTERM'] : ['SIGTERM', 'SIGINT']);
 }
 
 /**

@@ -82,4 +82,17 @@ describe('status over a long audit', () => {
     expect(lines.join('\n')).toMatch(/^open runs +3 tracked .*; every one looked at in the last 29 ?min/m);
     await wh.run('DELETE FROM _sync_open_runs');
   });
+
+  it('says how many open runs the last pass deferred, and when the clocks differ', async () => {
+    await pass(400, { openRunsDeferred: 1234, openRunsLongestUncheckedSeconds: 1800, clockSkewMs: -1_200_000 });
+    const s = await readStatus(wh);
+    expect(s.openRuns.deferred).toBe(1234);
+    expect(s.clockSkewMs).toBe(-1_200_000);
+    const text = statusLines(wh.file, s, T0 + 401 * 5 * MICROS_PER_MINUTE).join('\n');
+    expect(text).toMatch(/1234 open runs deferred by the last pass, the longest unchecked for 30 ?min .*--all-open/);
+    expect(text).toMatch(/^clock +the API's clock is 20 ?min behind this machine's/m);
+    await pass(401, { openRunsDeferred: 0, clockSkewMs: 3 });
+    const later = statusLines(wh.file, await readStatus(wh), T0 + 402 * 5 * MICROS_PER_MINUTE).join('\n');
+    expect(later).not.toMatch(/deferred|^clock/m);
+  });
 });
