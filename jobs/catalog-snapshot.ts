@@ -3,8 +3,8 @@ import type { JobContext } from '../src/worker/job-context.ts';
 import { settleFailure } from '../src/worker/job-outcome.ts';
 import { keepFreshness } from '../src/worker/metrics.ts';
 
-// The scheduled catalog snapshot (every two minutes by default): every catalog collection and the run tool
-// options, with history, then the Parquet export of what changed.
+// The scheduled catalog snapshot (RUNSYNC_SCHEDULE_CATALOG): every catalog collection and the run
+// tool options, with history, then the Parquet export of what changed.
 
 export default async function catalogSnapshot(
   _payload: unknown,

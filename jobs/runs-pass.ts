@@ -4,10 +4,10 @@ import { settleFailure } from '../src/worker/job-outcome.ts';
 import { keyShare } from '../src/worker/key-share.ts';
 import { keepFreshness, type LastPass, PASS_KEY } from '../src/worker/metrics.ts';
 
-// The scheduled runs pass (every 5 minutes by default; with `reconcile`, daily): the live window,
-// the open runs, the details that failed before, then the Parquet export. Details are fetched by
-// the whole fleet; this job, the only writer at a time, loads them as they arrive. The catalog has
-// its own schedule.
+// The scheduled runs pass (RUNSYNC_SCHEDULE_RUNS; with `reconcile`, RUNSYNC_SCHEDULE_RECONCILE):
+// the live window, the open runs, the details that failed before, then the Parquet export. Details
+// are fetched by the whole fleet; this job, the only writer at a time, loads them as they arrive.
+// The catalog has its own schedule.
 
 export interface RunsPassPayload {
   reconcile?: boolean;

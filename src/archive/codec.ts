@@ -2,11 +2,9 @@ import { brotliCompressSync, brotliDecompressSync, constants } from 'node:zlib';
 import { PARQUET_COMPRESSION_METHODS } from 'parquetjs-lite/lib/compression.js';
 
 // The codec of the archive's payload column. parquetjs-lite compresses in the writing thread:
-// SNAPPY with a JavaScript implementation (snappyjs), GZIP with Node's zlib at level 6. Both were
-// the largest cost of loading a batch. Brotli at quality 1, through Node's native zlib, compresses
-// run details several times faster than either and into smaller files (measured on simulator run
-// details: a fifth of SNAPPY's compression time, two thirds of its size), and DuckDB reads it
-// natively.
+// SNAPPY with a JavaScript implementation (snappyjs), GZIP with Node's zlib at level 6, either of
+// them the largest cost of loading a batch. Brotli at quality 1, through Node's native zlib,
+// compresses run details faster than either and into smaller files, and DuckDB reads it natively.
 // parquetjs-lite ships Brotli as "not supported in the lite version", so the codec is supplied
 // here, for writing and for reading back; registering it again changes nothing.
 

@@ -245,7 +245,7 @@ async function partitionFiles(
       // One COPY per file: each sorts at most a day's rows, which stays within the memory limit
       // however large the table grows (one partitioned COPY of the whole set does not).
       // A child table's rows are written as stored: a run's rows went in together, so they lie
-      // together, and sorting a day of steps would take about as long again as writing them.
+      // together, and sorting a day of steps would add much to the time writing them takes.
       const select =
         t.name === 'runs'
           ? `SELECT * EXCLUDE (created_date) FROM runs WHERE ${runs} ORDER BY ${t.orderBy}`
@@ -323,8 +323,8 @@ async function writeFiles(
 
 /**
  * Rows per Parquet row group. The writer holds a whole row group of every column in memory, most of
- * it beyond DuckDB's memory_limit, so DuckDB's default (122,880 rows) set the export's peak; the
- * files grow a little at this size, and readers still skip by row group.
+ * it beyond DuckDB's memory_limit, so at DuckDB's default (122,880 rows) the row group would set
+ * the export's peak; the files grow a little at this size, and readers still skip by row group.
  */
 export const ROW_GROUP_ROWS = 16_384;
 

@@ -120,9 +120,46 @@ const took = (p: PassRow) =>
 
 export function renderReport(d: ReportData): string {
   const now = d.generatedAt;
+  const tiles = headlineTiles(d);
+  const source =
+    d.source.kind === 'warehouse'
+      ? d.source.file
+      : `${d.source.file} (views over the Parquet tree, as of the last export)`;
+  return `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>runsync report</title>
+<style>${CSS}${tileGrid(tiles.length)}</style>
+</head>
+<body>
+<header>
+<h1>Support agent runs</h1>
+<p>From ${esc(source)} · generated ${esc(formatTimestamp(now))}</p>
+</header>
+<main>
+<div class="tiles">
+${tiles.map(([v, l]) => `<div class="tile"><b>${esc(String(v))}</b><span>${esc(String(l))}</span></div>`).join('\n')}
+</div>
+${runsSection(d)}
+${toolsSection(d)}
+${agentsSection(d)}
+${freshnessSection(d, now)}
+${approvalsSection(d, now)}
+${evaluationsSection(d)}
+${passesSection(d)}
+</main>
+</body>
+</html>
+`;
+}
+
+/** The figures at the top: each a value and what it counts. */
+function headlineTiles(d: ReportData): [value: string, label: string][] {
   const runs = d.days.reduce((a, r) => a + r.runs, 0);
   const sum = (k: 'deflected' | 'escalated') => d.days.reduce((a, r) => a + r[k], 0);
-  const tiles = [
+  return [
     [int(runs), `runs, last ${d.days.length} days`],
     [runs ? pct(sum('deflected') / runs) : '–', 'deflected'],
     [runs ? pct(sum('escalated') / runs) : '–', 'escalated'],
@@ -130,7 +167,9 @@ export function renderReport(d: ReportData): string {
     [d.toolTotals.calls ? pct(d.toolTotals.errors / d.toolTotals.calls) : '–', 'tool calls with an error'],
     [int(d.waitingTotal), 'runs waiting for approval'],
   ];
+}
 
+function runsSection(d: ReportData): string {
   const perDay = stackedColumns({
     id: 'runs-per-day',
     title: 'Runs per day by resolution',
@@ -141,6 +180,16 @@ export function renderReport(d: ReportData): string {
       values: d.days.map((r) => r[s.key]),
     })),
   });
+  return section(
+    'runs',
+    'Runs per day by resolution',
+    `UTC days of run creation, the ${d.days.length} days up to the newest run (v_runs_daily_resolution).` +
+      ' A run is counted under its current resolution.',
+    perDay,
+  );
+}
+
+function toolsSection(d: ReportData): string {
   const byErrors = [...d.tools].sort((a, b) => b.errorRate - a.errorRate || b.calls - a.calls);
   const toolChart = horizontalBars({
     id: 'tool-error-rates',
@@ -153,6 +202,28 @@ export function renderReport(d: ReportData): string {
     })),
     max: Math.max(0.01, ...byErrors.map((t) => t.errorRate)),
   });
+  return section(
+    'tools',
+    'Tool error rates',
+    `The ${d.tools.length} most called tools, highest error rate first: calls whose tool reported an error` +
+      ' (v_tool_stats; from the warehouse, the median is read from durations summed in buckets, within half a' +
+      ' percent). Brown: no longer in the tool catalog.',
+    toolChart,
+    table(
+      d.tools,
+      [
+        ['tool', (t) => t.label ?? t.name],
+        ['calls', (t) => int(t.calls), 'n'],
+        ['errors', (t) => int(t.errors), 'n'],
+        ['error rate', (t) => pct(t.errorRate), 'n'],
+        ['median duration (s)', (t) => fixed2(t.medianSeconds), 'n'],
+      ],
+      'No tool was called yet.',
+    ),
+  );
+}
+
+function agentsSection(d: ReportData): string {
   const agentChart = shareBars({
     id: 'resolution-by-agent',
     title: 'Resolution by agent',
@@ -163,6 +234,15 @@ export function renderReport(d: ReportData): string {
     })),
     series: RESOLUTION_SERIES.slice(0, 5),
   });
+  return section(
+    'agents',
+    'Resolution by agent',
+    "Share of each agent's runs by resolution, busiest agents first (v_resolution_by_agent).",
+    agentChart,
+  );
+}
+
+function freshnessSection(d: ReportData, now: Micros): string {
   const ages = d.freshness.map((f) => ({ label: f.table, at: f.newestChange ?? f.lastFetched, rows: f.rows }));
   const lastPass = d.passes?.find((p) => p.finishedAt !== null) ?? null;
   if (lastPass) ages.unshift({ label: 'last sync pass', at: lastPass.finishedAt, rows: -1 });
@@ -186,134 +266,83 @@ export function renderReport(d: ReportData): string {
       { value: 43_200, label: '30 days' },
     ],
   });
-
-  const source =
-    d.source.kind === 'warehouse'
-      ? d.source.file
-      : `${d.source.file} (views over the Parquet tree, as of the last export)`;
-  return `<!doctype html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<title>runsync report</title>
-<style>${CSS}${tileGrid(tiles.length)}</style>
-</head>
-<body>
-<header>
-<h1>Support agent runs</h1>
-<p>From ${esc(source)} · generated ${esc(formatTimestamp(now))}</p>
-</header>
-<main>
-<div class="tiles">
-${tiles.map(([v, l]) => `<div class="tile"><b>${esc(String(v))}</b><span>${esc(String(l))}</span></div>`).join('\n')}
-</div>
-${section(
-  'runs',
-  'Runs per day by resolution',
-  `UTC days of run creation, the ${d.days.length} days up to the newest run (v_runs_daily_resolution).` +
-    ' A run is counted under its current resolution.',
-  perDay,
-)}
-${section(
-  'tools',
-  'Tool error rates',
-  `The ${d.tools.length} most called tools, highest error rate first: calls whose tool reported an error` +
-    ' (v_tool_stats; from the warehouse, the median is read from durations summed in buckets, within half a' +
-    ' percent). Brown: no longer in the tool catalog.',
-  toolChart,
-  table(
-    d.tools,
-    [
-      ['tool', (t) => t.label ?? t.name],
-      ['calls', (t) => int(t.calls), 'n'],
-      ['errors', (t) => int(t.errors), 'n'],
-      ['error rate', (t) => pct(t.errorRate), 'n'],
-      ['median duration (s)', (t) => fixed2(t.medianSeconds), 'n'],
-    ],
-    'No tool was called yet.',
-  ),
-)}
-${section(
-  'agents',
-  'Resolution by agent',
-  "Share of each agent's runs by resolution, busiest agents first (v_resolution_by_agent).",
-  agentChart,
-)}
-${section(
-  'freshness',
-  'Freshness',
-  'How long before this report each table last changed (newest run update, message, step, evaluation,' +
-    ` catalog version; v_table_freshness)${lastPass ? ' and the last sync pass ended' : ''}. Logarithmic scale.`,
-  freshChart,
-  table(
-    d.freshness,
-    [
-      ['table', (f) => f.table],
-      ['rows', (f) => int(f.rows), 'n'],
-      ['newest change', (f) => when(f.newestChange)],
-      ['last fetched', (f) => when(f.lastFetched)],
-    ],
-    'No table holds rows yet.',
-  ),
-  d.lag ? lagTable(d.lag, now) : '',
-)}
-${section(
-  'approvals',
-  'Waiting for approval',
-  `${int(d.waitingTotal)} run(s) wait for someone to approve a tool call (v_runs_awaiting_approval)` +
-    `${d.waitingTotal > d.waiting.length ? `; the ${d.waiting.length} waiting longest` : ''}.`,
-  table(
-    d.waiting,
-    [
-      ['run', (w) => w.runId],
-      ['agent', (w) => w.agent ?? ''],
-      ['tool', (w) => w.tool ?? ''],
-      ['ticket', (w) => w.ticket ?? ''],
-      ['waiting', (w) => (w.since === null ? '' : age(w.since, now)), 'n'],
-    ],
-    'No run waits for approval.',
-  ),
-)}
-${section(
-  'evaluations',
-  'Evaluation attributes',
-  'How often each attribute was recorded; the mean of its values that read as numbers' +
-    " (v_evaluation_attributes; v_evaluation_values has every value's share).",
-  table(
-    d.evaluations,
-    [
-      ['attribute', (e) => e.name],
-      ['evaluations', (e) => int(e.evaluations), 'n'],
-      ['runs', (e) => int(e.runs), 'n'],
-      ['distinct values', (e) => int(e.distinctValues), 'n'],
-      ['mean of numeric values', (e) => fixed2(e.avgNumeric), 'n'],
-    ],
-    'No evaluation was recorded yet.',
-  ),
-)}
-${
-  d.passes
-    ? section(
-        'passes',
-        'Recent sync passes',
-        null,
-        table(
-          d.passes,
-          [
-            ['kind', (p) => p.kind],
-            ['status', (p) => p.status ?? ''],
-            ['started', (p) => formatTimestamp(p.startedAt)],
-            ['took', took, 'n'],
-            ['requests', (p) => (p.requests === null ? '' : int(p.requests)), 'n'],
-          ],
-          'No sync pass has run yet.',
-        ),
-      )
-    : ''
+  return section(
+    'freshness',
+    'Freshness',
+    'How long before this report each table last changed (newest run update, message, step, evaluation,' +
+      ` catalog version; v_table_freshness)${lastPass ? ' and the last sync pass ended' : ''}. Logarithmic scale.`,
+    freshChart,
+    table(
+      d.freshness,
+      [
+        ['table', (f) => f.table],
+        ['rows', (f) => int(f.rows), 'n'],
+        ['newest change', (f) => when(f.newestChange)],
+        ['last fetched', (f) => when(f.lastFetched)],
+      ],
+      'No table holds rows yet.',
+    ),
+    d.lag ? lagTable(d.lag, now) : '',
+  );
 }
-</main>
-</body>
-</html>
-`;
+
+function approvalsSection(d: ReportData, now: Micros): string {
+  return section(
+    'approvals',
+    'Waiting for approval',
+    `${int(d.waitingTotal)} run(s) wait for someone to approve a tool call (v_runs_awaiting_approval)` +
+      `${d.waitingTotal > d.waiting.length ? `; the ${d.waiting.length} waiting longest` : ''}.`,
+    table(
+      d.waiting,
+      [
+        ['run', (w) => w.runId],
+        ['agent', (w) => w.agent ?? ''],
+        ['tool', (w) => w.tool ?? ''],
+        ['ticket', (w) => w.ticket ?? ''],
+        ['waiting', (w) => (w.since === null ? '' : age(w.since, now)), 'n'],
+      ],
+      'No run waits for approval.',
+    ),
+  );
+}
+
+function evaluationsSection(d: ReportData): string {
+  return section(
+    'evaluations',
+    'Evaluation attributes',
+    'How often each attribute was recorded; the mean of its values that read as numbers' +
+      " (v_evaluation_attributes; v_evaluation_values has every value's share).",
+    table(
+      d.evaluations,
+      [
+        ['attribute', (e) => e.name],
+        ['evaluations', (e) => int(e.evaluations), 'n'],
+        ['runs', (e) => int(e.runs), 'n'],
+        ['distinct values', (e) => int(e.distinctValues), 'n'],
+        ['mean of numeric values', (e) => fixed2(e.avgNumeric), 'n'],
+      ],
+      'No evaluation was recorded yet.',
+    ),
+  );
+}
+
+/** The recent passes, when the source is the warehouse itself (analytics.duckdb keeps none). */
+function passesSection(d: ReportData): string {
+  if (!d.passes) return '';
+  return section(
+    'passes',
+    'Recent sync passes',
+    null,
+    table(
+      d.passes,
+      [
+        ['kind', (p) => p.kind],
+        ['status', (p) => p.status ?? ''],
+        ['started', (p) => formatTimestamp(p.startedAt)],
+        ['took', took, 'n'],
+        ['requests', (p) => (p.requests === null ? '' : int(p.requests)), 'n'],
+      ],
+      'No sync pass has run yet.',
+    ),
+  );
 }

@@ -171,7 +171,7 @@ export function tablesOf(r: ResourceSpec): TableDef[] {
       columns: [...live, ...part, ...ownColumns(r)],
       // Runs are kept unique by the merge (their rows are deleted by id, then inserted), as their
       // children are: a unique index holds every stored key in memory while a batch commits, which
-      // grows with the warehouse (tens of MB at a million runs).
+      // grows with the warehouse without bound.
       primaryKey: r.merge === 'latest' ? [] : [r.key],
       orderBy: r.orderBy,
       about: r.about,

@@ -3,12 +3,12 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import { handleAdmin } from './admin.ts';
-import { type SimKeySpec, SimKeys } from './auth.ts';
+import { type AuthResult, type SimKeySpec, SimKeys } from './auth.ts';
 import type { CatalogSizes, Json } from './catalog.ts';
 import { SimClock } from './clock.ts';
 import { SimCounters } from './counters.ts';
 import { CursorCodec } from './cursor.ts';
-import { type FaultConfig, SimFaults } from './faults.ts';
+import { type FaultConfig, type FaultDecision, SimFaults } from './faults.ts';
 import { QueryError } from './query.ts';
 import { DEFAULT_RATE_LIMIT, type RateDecision, type RateLimitConfig, SimRateLimiter } from './rate-limit.ts';
 import { matchRoute, NotFound, type Route, SimHandlers } from './routes.ts';
@@ -227,97 +227,144 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   const endpoint = route?.endpoint ?? 'unknown';
   const auth = ctx.keys.authenticate(req.headers.authorization, ctx.world.now());
   const keyId = auth.ok ? auth.keyId : null;
-  let status = 0;
-  const done = () => ctx.counters.record({ t: started, endpoint, status, keyId });
+  const ex = exchange(ctx, res, reqId, started, offsetMs, (status) =>
+    ctx.counters.record({ t: started, endpoint, status, keyId }),
+  );
 
   const fault = ctx.faults.decide(endpoint, keyId, started);
   if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
-  if (fault.action === 'reset') {
-    done();
-    req.socket.destroy();
-    return;
-  }
-  // Never answered: the connection stays open until the client gives up on it.
-  if (fault.action === 'hang') return done();
-  const fail = (
-    st: number,
-    code: string,
-    message: string,
-    headers: Record<string, string> = {},
-    retryAfter?: number,
-  ) => {
-    status = st;
-    done();
-    sendJson(res, st, errorBody(code, message, reqId, retryAfter), headers);
-  };
-
-  if (fault.action === 'server_error') {
-    if (fault.status === 500) return fail(500, 'internal_error', 'the API could not complete the request');
-    status = fault.status;
-    done();
-    const title = `${status} ${status === 502 ? 'Bad Gateway' : 'Service Unavailable'}`;
-    const html = `<html><head><title>${status}</title></head><body><h1>${title}</h1></body></html>`;
-    res.writeHead(status, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(html) });
-    res.end(html);
-    return;
-  }
-  if (!auth.ok) {
-    const why = {
-      missing: 'the Authorization header is missing',
-      malformed: 'the Authorization header must be "Bearer svc_live_…"',
-      unknown: 'the API key is not recognised',
-      expired: 'the API key has expired',
-      revoked: 'the API key has been revoked',
-    }[auth.reason];
-    return fail(401, 'unauthenticated', why);
-  }
-
-  const burst = ctx.faults.burstRemaining(auth.keyId, started);
-  if (burst > 0) {
-    const limit = ctx.rateLimiter.config.perKey?.limit ?? 100;
-    const headers = {
-      'Retry-After': String(burst),
-      'X-RateLimit-Limit': String(limit),
-      'X-RateLimit-Remaining': '0',
-      'X-RateLimit-Reset': String(Math.ceil((started + offsetMs) / 1000) + burst),
-    };
-    return fail(429, 'rate_limited', `rate limit exceeded; retry in ${burst}s`, headers, burst);
-  }
+  if (answeredByFault(ex, req, fault)) return;
+  if (!auth.ok) return ex.fail(401, 'unauthenticated', UNAUTHENTICATED[auth.reason]);
+  if (refusedForBurst(ex, auth.keyId)) return;
   const rate = ctx.rateLimiter.check(auth.keyId, auth.org, endpoint, started);
   if (rate && !rate.allowed) {
     const headers = { 'Retry-After': String(rate.retryAfter), ...rateHeaders(rate, offsetMs) };
-    return fail(429, 'rate_limited', `rate limit exceeded; retry in ${rate.retryAfter}s`, headers, rate.retryAfter);
+    return ex.fail(429, 'rate_limited', `rate limit exceeded; retry in ${rate.retryAfter}s`, headers, rate.retryAfter);
   }
 
-  if (segments === null) return fail(400, 'invalid_request', 'the path is not valid percent-encoding');
-  if (!route) return fail(404, 'not_found', `no such path: ${rawPath}`);
+  if (segments === null) return ex.fail(400, 'invalid_request', 'the path is not valid percent-encoding');
+  if (!route) return ex.fail(404, 'not_found', `no such path: ${rawPath}`);
   if (method !== route.method) {
-    return fail(405, 'invalid_request', `${method} is not allowed here; use ${route.method}`, { Allow: route.method });
+    return ex.fail(405, 'invalid_request', `${method} is not allowed here; use ${route.method}`, {
+      Allow: route.method,
+    });
   }
   if (route.scope && !auth.scopes.has(route.scope)) {
-    return fail(403, 'permission_denied', `the API key lacks the scope ${route.scope}`);
+    return ex.fail(403, 'permission_denied', `the API key lacks the scope ${route.scope}`);
   }
+  answer(ex, route, query, route.endpoint === 'runs.list' && rate ? rateHeaders(rate, offsetMs) : {}, fault);
+}
+
+/** One request being answered: when it came, and how it is counted and refused. */
+interface Exchange {
+  readonly ctx: ServerContext;
+  readonly res: ServerResponse;
+  readonly started: number;
+  /** The API's clock minus the real one, in ms. */
+  readonly offsetMs: number;
+  /** Counts the request with the status it was answered with (0: none). */
+  count(status: number): void;
+  /** Counts the request and answers it with the spec's error body. */
+  fail(status: number, code: string, message: string, headers?: Record<string, string>, retryAfter?: number): void;
+}
+
+function exchange(
+  ctx: ServerContext,
+  res: ServerResponse,
+  reqId: string,
+  started: number,
+  offsetMs: number,
+  count: (status: number) => void,
+): Exchange {
+  return {
+    ctx,
+    res,
+    started,
+    offsetMs,
+    count,
+    fail(status, code, message, headers = {}, retryAfter) {
+      count(status);
+      sendJson(res, status, errorBody(code, message, reqId, retryAfter), headers);
+    },
+  };
+}
+
+const UNAUTHENTICATED: Record<Extract<AuthResult, { ok: false }>['reason'], string> = {
+  missing: 'the Authorization header is missing',
+  malformed: 'the Authorization header must be "Bearer svc_live_…"',
+  unknown: 'the API key is not recognised',
+  expired: 'the API key has expired',
+  revoked: 'the API key has been revoked',
+};
+
+/** A fault that takes the place of an answer (a reset, a hang, a server error); whether one did. */
+function answeredByFault(ex: Exchange, req: IncomingMessage, fault: FaultDecision): boolean {
+  const { res } = ex;
+  if (fault.action === 'reset') {
+    ex.count(0);
+    req.socket.destroy();
+    return true;
+  }
+  // Never answered: the connection stays open until the client gives up on it.
+  if (fault.action === 'hang') {
+    ex.count(0);
+    return true;
+  }
+  if (fault.action !== 'server_error') return false;
+  if (fault.status === 500) {
+    ex.fail(500, 'internal_error', 'the API could not complete the request');
+    return true;
+  }
+  const status = fault.status;
+  ex.count(status);
+  const title = `${status} ${status === 502 ? 'Bad Gateway' : 'Service Unavailable'}`;
+  const html = `<html><head><title>${status}</title></head><body><h1>${title}</h1></body></html>`;
+  res.writeHead(status, { 'Content-Type': 'text/html', 'Content-Length': Buffer.byteLength(html) });
+  res.end(html);
+  return true;
+}
+
+/** A burst of 429s the faults started for this key; whether this request is one of them. */
+function refusedForBurst(ex: Exchange, keyId: string): boolean {
+  const burst = ex.ctx.faults.burstRemaining(keyId, ex.started);
+  if (burst <= 0) return false;
+  const limit = ex.ctx.rateLimiter.config.perKey?.limit ?? 100;
+  const headers = {
+    'Retry-After': String(burst),
+    'X-RateLimit-Limit': String(limit),
+    'X-RateLimit-Remaining': '0',
+    'X-RateLimit-Reset': String(Math.ceil((ex.started + ex.offsetMs) / 1000) + burst),
+  };
+  ex.fail(429, 'rate_limited', `rate limit exceeded; retry in ${burst}s`, headers, burst);
+  return true;
+}
+
+/** The endpoint's answer, or what a fault makes of its body (cut, stalled, malformed). */
+function answer(
+  ex: Exchange,
+  route: Route,
+  query: URLSearchParams,
+  headers: Record<string, string>,
+  fault: FaultDecision,
+): void {
+  const { res } = ex;
   if (route.endpoint === 'mcp') {
-    status = 200;
-    done();
+    ex.count(200);
     return sendJson(res, 200, {
       jsonrpc: '2.0',
       id: null,
       error: { code: -32601, message: 'the simulator serves no MCP tools' },
     });
   }
-
   let body: Json;
   try {
-    body = ctx.handlers.handle(route as Route, query);
+    body = ex.ctx.handlers.handle(route, query);
   } catch (e) {
-    if (e instanceof QueryError) return fail(400, 'invalid_request', e.message);
-    if (e instanceof NotFound) return fail(404, 'not_found', e.message);
+    if (e instanceof QueryError) return ex.fail(400, 'invalid_request', e.message);
+    if (e instanceof NotFound) return ex.fail(404, 'not_found', e.message);
     throw e;
   }
-  status = 200;
-  done();
-  const headers = route.endpoint === 'runs.list' && rate ? rateHeaders(rate, offsetMs) : {};
+  ex.count(200);
   if (fault.action === 'malformed') {
     const text = `${JSON.stringify(body).slice(0, 40)}<!-- upstream error -->`;
     res.writeHead(200, { 'Content-Type': JSON_TYPE, 'Content-Length': Buffer.byteLength(text), ...headers });

@@ -2,7 +2,7 @@ import type { Micros } from '../util/timestamp.ts';
 import type { RunPlan, RunUniverse } from './runs.ts';
 
 // Run counts per recorded tool name, kept up to date as the clock moves instead of recounted from
-// every run on each request (a million runs take a minute to regenerate; a wall clock moves on
+// every run on each request (regenerating a large world's runs is slow; a wall clock moves on
 // every request). The clock only moves forward, so each run is read once when it is created and
 // again only when one of its versions comes due; only runs that can still change keep their names.
 

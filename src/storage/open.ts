@@ -27,8 +27,8 @@ export function openStore(location: StorageLocation, s3: S3Settings, o: OpenStor
 }
 
 /**
- * An S3 store whose SDK is loaded by its first request: loaded at start, the SDK weighed on the
- * memory of every command, also of those whose warehouse and Parquet tree are folders.
+ * An S3 store whose SDK is loaded by its first request: loaded at start, the SDK would weigh on
+ * the memory of every command, also of those whose warehouse and Parquet tree are folders.
  */
 function lazyS3Store(options: S3StoreOptions): ObjectStore {
   let loaded: Promise<ObjectStore> | null = null;

@@ -31,7 +31,7 @@ export const NO_DETAILS: Promise<DetailBatch> = Promise.resolve({ results: [], r
 
 /**
  * The room an item takes of the pages a pass holds ahead of its commits: one with details a
- * whole place, one without (a page that found nothing new) an eighth. At a million runs the
+ * whole place, one without (a page that found nothing new) an eighth. On a large warehouse the
  * reconciliation's pages mostly find nothing, and each commit opens the file: many such pages to
  * a commit spare those opens, at little memory.
  */

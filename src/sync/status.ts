@@ -59,8 +59,7 @@ export interface StatusReport {
   pending: { total: number; oldestFailedAt: Micros | null; lastError: string | null };
   /** Runs whose payload the warehouse refused (the first ten): on the pending list, tried every pass. */
   unloadable: { id: string; error: string }[];
-  /** Lag from a run's change to the warehouse and to Parquet, over the hour up to the last pass. */
-  /** Runs' lags, and catalog objects'. */
+  /** Lag from a change to the warehouse and to Parquet over the hour up to the last pass: runs', and catalog objects'. */
   lag: StageLags & { catalog: StageLags };
   /** What the rate budget had learned at the end of the last pass that recorded it, and what it used. */
   rateBudget: (BudgetUse & { passId: string }) | null;
@@ -130,50 +129,9 @@ export function lastHourLags(parts: readonly FreshnessSummary[]): StatusReport['
 }
 
 export async function readStatus(db: SqlRunner): Promise<StatusReport> {
-  const state = new Map(
-    (
-      await db.all<{ key: string; value: string; u: bigint }>(
-        `SELECT key, value::VARCHAR AS value, epoch_us(updated_at) AS u FROM _sync_state`,
-      )
-    ).map((r) => [r.key, { value: JSON.parse(r.value) as unknown, updatedAt: Number(r.u) }]),
-  );
-  const passes = await db.all<{
-    id: string;
-    kind: string;
-    status: string;
-    s: bigint;
-    f: bigint | null;
-    requests: bigint | null;
-    rl: bigint | null;
-    retries: bigint | null;
-    errors: string | null;
-  }>(
-    `SELECT id, kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f,
-            requests, rate_limited AS rl, retries, errors::VARCHAR AS errors
-     FROM _sync_audit ORDER BY started_at DESC LIMIT 50`,
-  );
-  const toPass = (p: (typeof passes)[number]): PassSummary => ({
-    id: p.id,
-    kind: p.kind,
-    status: p.status,
-    startedAt: Number(p.s),
-    finishedAt: n(p.f),
-    requests: n(p.requests),
-    rateLimited: n(p.rl),
-    retries: n(p.retries),
-    errors: p.errors ? (JSON.parse(p.errors) as string[]) : [],
-  });
-  const lastGood = passes.findIndex((p) => p.status === 'ok');
-  const failed = passes.findIndex((p) => p.status !== 'ok' && p.status !== 'running');
-  const open = await db.all<{ reason: string; c: bigint; oldest: bigint | null; looked: bigint | null }>(
-    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest, min(epoch_us(last_checked_at)) AS looked
-     FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
-  );
-  const [deferred] = await db.all<{ d: bigint | null; l: bigint | null }>(
-    `SELECT CAST(counts->>'openRunsDeferred' AS BIGINT) AS d,
-            CAST(counts->>'openRunsLongestUncheckedSeconds' AS BIGINT) AS l
-     FROM _sync_audit WHERE kind = 'sync' AND finished_at IS NOT NULL ORDER BY started_at DESC LIMIT 1`,
-  );
+  const state = await readState(db);
+  const passes = await readPasses(db);
+  const openRuns = await readOpenRuns(db);
   const [skew] = await db.all<{ k: bigint }>(
     `SELECT CAST(counts->>'clockSkewMs' AS BIGINT) AS k FROM _sync_audit
      WHERE (counts->>'clockSkewMs') IS NOT NULL ORDER BY started_at DESC LIMIT 1`,
@@ -184,11 +142,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   );
   const schemaChanges = await readSchemaChanges(db);
   const resources = applyChanges(RESOURCES, schemaChanges);
-  const tables: Record<string, number> = {};
-  for (const t of statusTables(resources)) {
-    const [r] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM ${t}`);
-    tables[t] = Number(r?.c ?? 0);
-  }
+  const tables = await countRows(db, statusTables(resources));
   const [fresh] = await db.all<{ u: bigint | null; f: bigint | null }>(
     `SELECT max(epoch_us(updated_at)) AS u, max(epoch_us(fetched_at)) AS f FROM runs`,
   );
@@ -196,12 +150,131 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   const [dirty] = await db.all<{ c: bigint }>(
     `SELECT count(*) AS c FROM (SELECT DISTINCT table_name, created_date FROM _sync_export_dirty)`,
   );
+  const watermark = state.get(WATERMARK_KEY)?.value;
+  return {
+    watermark: typeof watermark === 'number' ? watermark : null,
+    schemaChanges,
+    rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,
+    lag: await lastHourLag(db),
+    rateBudget: await lastBudgetUse(db),
+    ...lastPasses(passes),
+    openRuns,
+    pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
+    rejected: Number(rejected?.c ?? 0),
+    unloadable: (await unloadableRuns(db)).map(({ id, error }) => ({ id, error })),
+    walks: walksOf(state),
+    tables,
+    freshness: {
+      newestRunUpdatedAt: n(fresh?.u),
+      lastFetchedAt: n(fresh?.f),
+      lastCatalogListedAt: lastCatalogListing(state),
+    },
+    tableFreshness: await readTableFreshness(db, state, passes, resources),
+    exportPending: Number(dirty?.c ?? 0),
+    clockSkewMs: skew ? Number(skew.k) : null,
+  };
+}
+
+/** A _sync_state value, and when it was written. */
+interface StateValue {
+  value: unknown;
+  updatedAt: Micros;
+}
+
+async function readState(db: SqlRunner): Promise<Map<string, StateValue>> {
+  const rows = await db.all<{ key: string; value: string; u: bigint }>(
+    `SELECT key, value::VARCHAR AS value, epoch_us(updated_at) AS u FROM _sync_state`,
+  );
+  return new Map(rows.map((r) => [r.key, { value: JSON.parse(r.value) as unknown, updatedAt: Number(r.u) }]));
+}
+
+/** A row of _sync_audit as status reads it. */
+interface AuditRow {
+  id: string;
+  kind: string;
+  status: string;
+  s: bigint;
+  f: bigint | null;
+  requests: bigint | null;
+  rl: bigint | null;
+  retries: bigint | null;
+  errors: string | null;
+}
+
+/** The latest passes, newest first. */
+function readPasses(db: SqlRunner): Promise<AuditRow[]> {
+  return db.all<AuditRow>(
+    `SELECT id, kind, status, epoch_us(started_at) AS s, epoch_us(finished_at) AS f,
+            requests, rate_limited AS rl, retries, errors::VARCHAR AS errors
+     FROM _sync_audit ORDER BY started_at DESC LIMIT 50`,
+  );
+}
+
+function toPass(p: AuditRow): PassSummary {
+  return {
+    id: p.id,
+    kind: p.kind,
+    status: p.status,
+    startedAt: Number(p.s),
+    finishedAt: n(p.f),
+    requests: n(p.requests),
+    rateLimited: n(p.rl),
+    retries: n(p.retries),
+    errors: p.errors ? (JSON.parse(p.errors) as string[]) : [],
+  };
+}
+
+/** The last pass, and the last that did not end well when it is newer than the last good one. */
+function lastPasses(passes: readonly AuditRow[]): Pick<StatusReport, 'lastPass' | 'lastFailure'> {
+  const lastGood = passes.findIndex((p) => p.status === 'ok');
+  const failed = passes.findIndex((p) => p.status !== 'ok' && p.status !== 'running');
+  return {
+    lastPass: passes[0] ? toPass(passes[0]) : null,
+    lastFailure: failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as AuditRow) : null,
+  };
+}
+
+async function readOpenRuns(db: SqlRunner): Promise<StatusReport['openRuns']> {
+  const open = await db.all<{ reason: string; c: bigint; oldest: bigint | null; looked: bigint | null }>(
+    `SELECT reason, count(*) AS c, min(epoch_us(created_at)) AS oldest, min(epoch_us(last_checked_at)) AS looked
+     FROM _sync_open_runs GROUP BY reason ORDER BY reason`,
+  );
+  const [deferred] = await db.all<{ d: bigint | null; l: bigint | null }>(
+    `SELECT CAST(counts->>'openRunsDeferred' AS BIGINT) AS d,
+            CAST(counts->>'openRunsLongestUncheckedSeconds' AS BIGINT) AS l
+     FROM _sync_audit WHERE kind = 'sync' AND finished_at IS NOT NULL ORDER BY started_at DESC LIMIT 1`,
+  );
+  return {
+    total: open.reduce((a, r) => a + Number(r.c), 0),
+    byReason: Object.fromEntries(open.map((r) => [r.reason, Number(r.c)])),
+    oldestCreatedAt: earliest(open.map((r) => r.oldest)),
+    lookedAtSince: earliest(open.map((r) => r.looked)),
+    deferred: Number(deferred?.d ?? 0),
+    longestUncheckedSeconds: Number(deferred?.l ?? 0),
+  };
+}
+
+async function countRows(db: SqlRunner, names: readonly string[]): Promise<Record<string, number>> {
+  const tables: Record<string, number> = {};
+  for (const t of names) {
+    const [r] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM ${t}`);
+    tables[t] = Number(r?.c ?? 0);
+  }
+  return tables;
+}
+
+/** When any catalog collection was last listed completely. */
+function lastCatalogListing(state: ReadonlyMap<string, StateValue>): Micros | null {
   let catalogListed: Micros | null = null;
   for (const [key, v] of state) {
     if (key.startsWith('catalog.') && typeof v.value === 'number')
       catalogListed = Math.max(catalogListed ?? 0, v.value);
   }
+  return catalogListed;
+}
 
+/** The live window's, the reconciliation's and the backfills' walks, the latest written first. */
+function walksOf(state: ReadonlyMap<string, StateValue>): WalkSummary[] {
   const walks: WalkSummary[] = [];
   for (const [key, v] of state) {
     if (key !== LIVE_KEY && key !== RECONCILE_KEY && !key.startsWith('backfill.')) continue;
@@ -219,8 +292,15 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
       updatedAt: v.updatedAt,
     });
   }
-  walks.sort((a, b) => b.updatedAt - a.updatedAt);
+  return walks.sort((a, b) => b.updatedAt - a.updatedAt);
+}
 
+async function readTableFreshness(
+  db: SqlRunner,
+  state: ReadonlyMap<string, StateValue>,
+  passes: readonly AuditRow[],
+  resources: readonly ResourceSpec[],
+): Promise<Record<string, Micros | null>> {
   const tableFreshness: Record<string, Micros | null> = {};
   for (const t of CATALOG_TABLES) {
     const v = state.get(catalogListedKey(t))?.value;
@@ -236,35 +316,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
   );
   for (const t of statusTables(resources.filter((r) => r.table === 'runs')))
     tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
-
-  const watermark = state.get(WATERMARK_KEY)?.value;
-  return {
-    watermark: typeof watermark === 'number' ? watermark : null,
-    schemaChanges,
-    rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,
-    lag: await lastHourLag(db),
-    rateBudget: await lastBudgetUse(db),
-    lastPass: passes[0] ? toPass(passes[0]) : null,
-    lastFailure:
-      failed >= 0 && (lastGood < 0 || failed < lastGood) ? toPass(passes[failed] as (typeof passes)[number]) : null,
-    openRuns: {
-      total: open.reduce((a, r) => a + Number(r.c), 0),
-      byReason: Object.fromEntries(open.map((r) => [r.reason, Number(r.c)])),
-      oldestCreatedAt: earliest(open.map((r) => r.oldest)),
-      lookedAtSince: earliest(open.map((r) => r.looked)),
-      deferred: Number(deferred?.d ?? 0),
-      longestUncheckedSeconds: Number(deferred?.l ?? 0),
-    },
-    pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
-    rejected: Number(rejected?.c ?? 0),
-    unloadable: (await unloadableRuns(db)).map(({ id, error }) => ({ id, error })),
-    walks,
-    tables,
-    freshness: { newestRunUpdatedAt: n(fresh?.u), lastFetchedAt: n(fresh?.f), lastCatalogListedAt: catalogListed },
-    tableFreshness,
-    exportPending: Number(dirty?.c ?? 0),
-    clockSkewMs: skew ? Number(skew.k) : null,
-  };
+  return tableFreshness;
 }
 
 function earliest(values: readonly (bigint | null)[]): Micros | null {

@@ -66,7 +66,7 @@ export function readWalk(deps: SyncDeps, key: string): Promise<WalkState | undef
   return deps.gate.use((wh) => getState<WalkState>(wh, key));
 }
 
-/** Runs whose stored updated_at a walk keeps in memory at once (about 100 bytes each). */
+/** Runs whose stored updated_at a walk keeps in memory at once (a map entry each: id and time). */
 export const STORED_MAP_LIMIT = 250_000;
 
 export function storedLimit(deps: Pick<SyncDeps, 'settings'>): number {
@@ -236,8 +236,9 @@ function startOf(s: number, parts: readonly Window[], width: Micros | null): Wal
  * What a page is judged by: the stored updated_at of its runs, and what the walk asked for. A walk
  * remembers the runs it asked for, so a run listed again (a slice read anew after a refused
  * cursor) is not fetched twice even before its detail is committed, but only the latest `keep` of
- * them: more than its work in flight, so the rest are committed and the warehouse knows them. A
- * first sync of a million runs, remembering them all, ran out of V8's heap at about 600,000.
+ * them: more than its work in flight, so the rest are committed and the warehouse knows them.
+ * Remembering them all would grow with the walk, and a first sync of millions of runs would
+ * outgrow V8's heap.
  */
 export class Known {
   private readonly asked = new Map<string, Micros>();

@@ -5,10 +5,10 @@ import { setFlagsFromString } from 'node:v8';
 // run detail is parsed, checked, serialized and archived) though little of it stays alive. The
 // batches in flight are what stays alive, and every batch is promoted to the old generation, so
 // the less room past them, the more full collections: too little costs CPU, V8's own growth costs
-// memory the budget gives to DuckDB; half again is the balance the loader bench settled on (its
-// figures are in the README). V8 reads this factor at every collection, so setting it once the
-// process runs takes effect; an operator's own flag (NODE_OPTIONS or the command line) is left as
-// it is.
+// memory the budget gives to DuckDB; half again is the balance between the two (the
+// warehouse-load bench loads with it and with V8's own growth, docs/performance.md). V8 reads this
+// factor at every collection, so setting it once the process runs takes effect; an operator's own
+// flag (NODE_OPTIONS or the command line) is left as it is.
 
 export const HEAP_GROWING_PERCENT = 50;
 

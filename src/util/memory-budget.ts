@@ -4,8 +4,9 @@ import { availableParallelism } from 'node:os';
 // memory: DuckDB's memory_limit (loads and look-ups, and a larger one for the export, during which
 // JavaScript holds little), V8's old generation (run details in flight, pages, maps of the pass),
 // DuckDB's threads (each holds working memory of its own) and the batch sizes. What is left over
-// is what Node and DuckDB hold at start (code, the buffer pool's metadata, sockets), about 80 MB.
-// The shares are those the loader bench measured within 400MB; every part scales with the budget.
+// is what Node and DuckDB hold at start (code, the buffer pool's metadata, sockets). The shares
+// keep loads within the default budget, which the warehouse-load and scale benches check
+// (docs/performance.md); every part scales with the budget.
 
 export const DEFAULT_MEMORY_LIMIT_SETTING = '400MB';
 
@@ -21,7 +22,7 @@ const UNITS: Record<string, number> = {
   gib: 1024 * 1024 * 1024,
 };
 
-/** The smallest budget runsync can work in: DuckDB alone needs tens of MB for a merge. */
+/** The smallest budget runsync can work in: below it, loading's share is too little for DuckDB's merges. */
 export const MIN_MEMORY_BYTES = 192 * MB;
 
 export interface MemoryBudget {
@@ -56,13 +57,13 @@ export interface MemoryBudget {
   /**
    * List pages a pass reads ahead of the commits. Their details sit in V8's heap while a batch's
    * unit checkpoints DuckDB's log, the two at their peaks together; two pages keep the API busy
-   * through a checkpoint of a few seconds at the rates an API key allows.
+   * through a batch's checkpoint at the rates an API key allows.
    */
   readonly bufferedPages: number;
   /**
    * DuckDB's allocator_flush_threshold: how much a DuckDB thread may keep of what it freed once a
-   * task is done. DuckDB's default of 128MB let a checkpoint's merges of one table after another
-   * pile up freed memory beside the budget.
+   * task is done. DuckDB's default (128MB) would let a checkpoint's merges of one table after
+   * another pile up freed memory beside the budget.
    */
   readonly allocatorFlushThreshold: string;
 }
@@ -87,7 +88,7 @@ export function memoryBudget(bytes: number, cores: number = availableParallelism
     bytes,
     duckdbMemoryLimit: mb(bytes * 0.16),
     exportMemoryLimit: mb(bytes * 0.28),
-    // A DuckDB thread holds a few tens of MB of working memory of its own, beyond memory_limit.
+    // A DuckDB thread holds working memory of its own, beyond memory_limit: threads come with budget.
     threads: clamp(Math.min(cores - 1, Math.floor(bytes / (200 * MB))), 1, 64),
     exportThreads: clamp(Math.min(cores, Math.floor(bytes / (96 * MB))), 1, 64),
     bulkThreads: clamp(Math.min(cores, Math.floor(bytes / (400 * MB))), 1, 64),
@@ -122,9 +123,9 @@ const ARENA_MAX = 'glibc.malloc.arena_max=2';
 /**
  * The allocator settings a command is started again with. glibc's malloc gives threads that
  * allocate at once arenas of their own, up to eight per core, and each arena keeps what was freed
- * in it for reuse by its threads: DuckDB's, V8's and libuv's each held memory the others could not
- * use. Two arenas, unless the operator chose a number (GLIBC_TUNABLES or MALLOC_ARENA_MAX). Other
- * C libraries ignore the setting.
+ * in it for reuse by its threads: DuckDB's, V8's and libuv's would each hold memory the others
+ * could not use. Two arenas, unless the operator chose a number (GLIBC_TUNABLES or
+ * MALLOC_ARENA_MAX). Other C libraries ignore the setting.
  */
 export function allocatorEnv(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
   const tunables = env.GLIBC_TUNABLES ?? '';

@@ -33,7 +33,8 @@ export interface CompactWhen {
 
 // Most of what a file holds beyond its live rows is blocks the checkpoints freed, which DuckDB
 // reuses but does not give back; the rest, row groups left part empty, is far smaller. A file at
-// the share below is within the README's bound of a fresh load. The floor keeps a small warehouse,
+// the share below stays within the bound the scale bench holds it to against a fresh copy of its
+// rows (docs/performance.md). The floor keeps a small warehouse,
 // where one checkpoint frees a large share of the file every time, from being copied every pass:
 // below it the space is not worth the copy.
 export const COMPACT_WHEN: CompactWhen = { freeShare: 0.12, minFreeBytes: 16 * 1024 * 1024 };
@@ -132,7 +133,7 @@ export async function compactWarehouse(dir: string, options: CompactOptions = {}
     await wh.serial(async () => {
       await wh.run('CHECKPOINT');
       const [{ db } = { db: '' }] = await wh.all<{ db: string }>('SELECT current_database() AS db');
-      // The copy builds the tables' key indexes whole, which at a million runs needs more than
+      // The copy builds the tables' key indexes whole, which for a large warehouse needs more than
       // loading's share of the budget: then the export's share, the whole budget, and room.
       const usual = wh.memoryLimit;
       const limits = [

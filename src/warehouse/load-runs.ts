@@ -87,7 +87,7 @@ export async function loadRunDetails(
  */
 export const OBSERVED_NOTE = 'runsync.observed';
 
-/** Payloads checked and archived between two returns to the event loop (a few ms of work). */
+/** Payloads checked and archived between two returns to the event loop: few, so DuckDB waits little. */
 const YIELD_EVERY = 16;
 
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {

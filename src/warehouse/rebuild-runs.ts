@@ -68,8 +68,8 @@ export async function rebuildRuns(
   );
   await wh.run('DROP TABLE _rebuild_win');
   await wh.run('DROP TABLE _rebuild_payloads');
-  // What the choice held stays with the instance that made it, even released: at a million runs
-  // the first range ran 60 MB above the later ones, each on a file opened afresh.
+  // What the choice held stays with the instance that made it, even released: the first range
+  // would start from all of it, where the later ones start each on a file opened afresh.
   await wh.reopen();
   const resource = wh.resource('runs');
   const sql = new RunRebuildSql(resource);
@@ -94,9 +94,9 @@ export async function rebuildRuns(
       await wh.releaseFreed();
       const t1 = performance.now();
       await wh.run('CHECKPOINT');
-      // DuckDB keeps what it learned of every row group it wrote, and the checkpoints grew the
-      // process by tens of MB a range at a million runs: the file opened afresh starts the next
-      // range from the metadata that range touches.
+      // DuckDB keeps what it learned of every row group it wrote, so each range's checkpoint would
+      // grow the process further: the file opened afresh starts the next range from the metadata
+      // that range touches.
       await wh.reopen();
       await holdCheckpoints();
       wh.logger.debug(
@@ -191,7 +191,7 @@ async function rangesOfWinners(
 
 /**
  * _rebuild_win: the archive row each run's stored row came from, its file named by its place in
- * `files` (paths held by every row made the choice's sorts several times larger). A run's newest
+ * `files` (a path held by every row would make the choice's sorts far larger). A run's newest
  * updated_at wins; within one file (one load), its latest fetch. When several loads sent that same
  * updated_at, the loads kept the stored payload unless one arrived with other content and no
  * earlier fetch: that needs the payloads' hashes, read only for those runs, and is decided here in
@@ -200,8 +200,8 @@ async function rangesOfWinners(
 async function chooseWinners(wh: Warehouse, files: readonly string[]): Promise<void> {
   await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_files (filename VARCHAR, ord INTEGER)`);
   await wh.run(`INSERT INTO _rebuild_files SELECT unnest(${fileList(files)}), unnest(range(${files.length}))`);
-  // Aggregates rather than window functions: DuckDB's windows over a million runs held twice
-  // the memory limit beside it, where its aggregates stay within it.
+  // Aggregates rather than window functions: DuckDB's windows over every run of a large archive
+  // hold far more than the memory limit beside it, where its aggregates stay within it.
   await wh.run(
     `CREATE OR REPLACE TEMP TABLE _rebuild_keys AS
      SELECT a.id, f.ord, a.seq, a.fetched_at, TRY_CAST(a.updated_at AS TIMESTAMPTZ) AS u
@@ -293,8 +293,8 @@ async function observeFile(wh: Warehouse, file: string): Promise<Observed | null
       `SELECT payload FROM ${source} WHERE kind = 'payload' AND seq >= $1 AND seq < $2`,
       [from, from + OBSERVE_SLICE],
     );
-    // Parsed one at a time as they are observed: the parsed payloads together would take V8's
-    // heap several times their text, and the heap keeps what it grew to.
+    // Parsed one at a time as they are observed: the parsed payloads together would take far more
+    // of V8's heap than their text, and the heap keeps what it grew to.
     const seen = observeAll(resource, parsedPayloads(payloads));
     if (seen) observed = observed ? mergeObserved(observed, seen) : seen;
   }

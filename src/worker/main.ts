@@ -1,13 +1,13 @@
 import { hostname } from 'node:os';
 import { FlowProducer, type Job, Queue, QueueEvents, UnrecoverableError, Worker } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { RedisBudgetStore } from '../budget/redis-store.ts';
 import type { RunsyncConfig } from '../config/env.ts';
 import { ConfigError } from '../config/error.ts';
 import { openStore } from '../storage/open.ts';
 import { DetailFetcher } from '../sync/detail-fetcher.ts';
 import { logProgress, ProgressTracker } from '../sync/progress.ts';
-import { createEngine, type EngineOptions } from '../sync/setup.ts';
+import { createEngine, type Engine, type EngineOptions } from '../sync/setup.ts';
 import type { Logger } from '../util/logger.ts';
 import type { WarehouseLockedError } from '../warehouse/errors.ts';
 import { takeSharedPassLock } from '../warehouse/pass-lock.ts';
@@ -22,6 +22,7 @@ import {
   WRITE_QUEUE,
 } from './job-context.ts';
 import { createMetrics } from './metrics.ts';
+import { redisConnection, untilReady, watchRedis } from './redis-connection.ts';
 import { RemoteDetails } from './remote-details.ts';
 import { StagingStore } from './staging-store.ts';
 
@@ -60,10 +61,7 @@ export interface WorkerHandle {
 export const BLOCKED_KEY = 'warehouse-blocked';
 export const SCHEDULES = ['runs-pass', 'catalog-snapshot', 'reconcile'] as const;
 
-export function redisConnection(url: string): Redis {
-  // BullMQ's workers need commands to wait through a reconnect rather than fail.
-  return new Redis(url, { maxRetriesPerRequest: null, enableReadyCheck: true, lazyConnect: false });
-}
+export { redisConnection } from './redis-connection.ts';
 
 export async function registerSchedules(queue: Queue, settings: WorkerSettings): Promise<void> {
   const jobOpts = {
@@ -111,6 +109,70 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
   const redisError = watchRedis(connections, logger);
   const shutdown = new AbortController();
   const staging = new StagingStore(openStore(settings.staging, config.storage.s3, { logger }));
+  const queues = openQueues(connection, eventsRedis, prefix, redisError);
+  const engine = createEngine(config, {
+    logger,
+    signal: shutdown.signal,
+    store: new RedisBudgetStore({ redis: budgetRedis, key: `${prefix}:budget` }),
+    onLocked: blockedNoter(connection, prefix),
+    ...o.engine,
+  });
+  const parts: WorkerParts = { o, connection, connections, queues, staging, engine, shutdown };
+  wireEngine(parts);
+
+  try {
+    // BullMQ's commands wait through a reconnect and cannot be called off: the start waits for
+    // Redis itself, in a way a stop can end.
+    await untilReady(connection, o.signal);
+    await queues.write.setGlobalConcurrency(1);
+    await registerSchedules(queues.write, settings);
+    if (settings.passAtStart) await queueFirstPasses(queues.write, settings, logger);
+  } catch (e) {
+    if (!o.signal?.aborted) throw e;
+    for (const c of connections) c.disconnect();
+    await engine.close();
+    await staging.store.close();
+    throw new WorkerStartAbortedError('the worker was stopped before it had started');
+  }
+  registerAgainWhenRedisIsBack(connection, queues.write, settings, logger);
+
+  const workers = startJobWorkers(parts, redisError);
+  const metrics = createMetrics({ queues, redis: connection, prefix, api: engine.deps.api });
+  workers.writer.on('completed', (job, result) => metrics.recordJob(job.name, result));
+  const dashboard = o.dashboard ? await startDashboard({ ...o.dashboard, queues, metrics, logger }) : null;
+  logger.info({ prefix, schedules: settings.schedules, fetchConcurrency: settings.fetchConcurrency }, 'worker started');
+
+  let closing: Promise<void> | null = null;
+  return {
+    queues,
+    dashboardUrl: dashboard?.url ?? null,
+    close() {
+      closing ??= stopWorker(parts, workers, dashboard);
+      return closing;
+    },
+  };
+}
+
+/** What a worker process holds while it runs: its jobs draw on it, and its stop closes it. */
+interface WorkerParts {
+  readonly o: WorkerOptions;
+  /** The connection of the queues and the jobs. */
+  readonly connection: Redis;
+  /** Every connection to Redis, that one included. */
+  readonly connections: readonly Redis[];
+  readonly queues: WorkerQueues;
+  readonly staging: StagingStore;
+  readonly engine: Engine;
+  /** Aborted when the worker stops. */
+  readonly shutdown: AbortController;
+}
+
+function openQueues(
+  connection: Redis,
+  eventsRedis: Redis,
+  prefix: string,
+  redisError: (e: Error) => void,
+): WorkerQueues {
   const queues: WorkerQueues = {
     write: new Queue(WRITE_QUEUE, { connection, prefix }),
     fetch: new Queue(FETCH_QUEUE, { connection, prefix }),
@@ -122,11 +184,16 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
     (emitter as unknown as { on(e: 'error', f: (err: Error) => void): void }).on('error', redisError);
   // The writer waits on many fetch jobs at once, each wait a listener on these.
   for (const emitter of [queues.fetch, queues.fetchEvents]) emitter.setMaxListeners(1000);
+  return queues;
+}
+
+/** Tells `runsync status` (through Redis) that this worker waits for a warehouse another process holds. */
+function blockedNoter(connection: Redis, prefix: string): (e: WarehouseLockedError) => void {
   // The wait began at the first refusal; a refusal more than a retry apart from the last one is
   // a new wait.
   let blockedSince = 0;
   let blockedLast = 0;
-  const noteBlocked = (e: WarehouseLockedError) => {
+  return (e) => {
     const now = Date.now();
     if (now - blockedLast > 5_000) blockedSince = now;
     blockedLast = now;
@@ -138,13 +205,11 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
     });
     connection.set(`${prefix}:${BLOCKED_KEY}`, info, 'PX', 30_000).catch(() => undefined);
   };
-  const engine = createEngine(config, {
-    logger,
-    signal: shutdown.signal,
-    store: new RedisBudgetStore({ redis: budgetRedis, key: `${prefix}:budget` }),
-    onLocked: noteBlocked,
-    ...o.engine,
-  });
+}
+
+/** The engine's pass lock shared with the worker's other jobs, and its details fetched by the fleet. */
+function wireEngine({ o, queues, staging, engine, shutdown }: WorkerParts): void {
+  const { config, settings, logger } = o;
   // A runsync command holding the warehouse (a sync by hand, a rebuild) is waited for.
   engine.deps.passLock = () =>
     takeSharedPassLock(config.warehouseDir, shutdown.signal, (e) =>
@@ -164,21 +229,9 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
           'no worker took a fetch job; the writer fetches its runs itself',
         ),
     });
+}
 
-  try {
-    // BullMQ's commands wait through a reconnect and cannot be called off: the start waits for
-    // Redis itself, in a way a stop can end.
-    await untilReady(connection, o.signal);
-    await queues.write.setGlobalConcurrency(1);
-    await registerSchedules(queues.write, settings);
-    if (settings.passAtStart) await queueFirstPasses(queues.write, settings, logger);
-  } catch (e) {
-    if (!o.signal?.aborted) throw e;
-    for (const c of connections) c.disconnect();
-    await engine.close();
-    await staging.store.close();
-    throw new WorkerStartAbortedError('the worker was stopped before it had started');
-  }
+function registerAgainWhenRedisIsBack(connection: Redis, write: Queue, settings: WorkerSettings, logger: Logger): void {
   let firstReady = true;
   connection.on('ready', () => {
     if (firstReady) {
@@ -186,12 +239,16 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
       return;
     }
     logger.info('redis is back; registering the schedules again');
-    registerSchedules(queues.write, settings)
-      .then(() => queues.write.setGlobalConcurrency(1))
+    registerSchedules(write, settings)
+      .then(() => write.setGlobalConcurrency(1))
       .catch((e: unknown) => logger.warn({ err: (e as Error).message }, 'could not register the schedules'));
   });
+}
 
-  const processJob = async (job: Job, token?: string): Promise<unknown> => {
+/** Runs a job by its name's processor, with the context every processor receives. */
+function jobProcessor({ o, connection, queues, staging, engine, shutdown }: WorkerParts) {
+  const { config, settings, logger } = o;
+  return async (job: Job, token?: string): Promise<unknown> => {
     const def = Object.hasOwn(o.jobs, job.name) ? o.jobs[job.name] : undefined;
     if (!def) throw new UnrecoverableError(`no job is named ${JSON.stringify(job.name)}`);
     const jobLogger = logger.child({ job: job.name, jobId: job.id });
@@ -219,83 +276,71 @@ export async function startWorker(o: WorkerOptions): Promise<WorkerHandle> {
       stopProgress();
     }
   };
+}
+
+/** The writer (one job at a time across the fleet) and the detail fetchers. */
+function startJobWorkers(parts: WorkerParts, redisError: (e: Error) => void): { writer: Worker; fetcher: Worker } {
+  const { settings, logger } = parts.o;
+  const processJob = jobProcessor(parts);
   // A job's lock is renewed at half its duration while its worker lives; once a dead worker's lock
   // lapses, the next stalled-job check hands the job to another worker: both within the takeover.
   const lockDuration = Math.round((settings.takeoverMs * 2) / 3);
   const stalledInterval = settings.takeoverMs - lockDuration;
-  const common = { connection, prefix, lockDuration, stalledInterval, maxStalledCount: 10 };
+  const common = {
+    connection: parts.connection,
+    prefix: settings.prefix,
+    lockDuration,
+    stalledInterval,
+    maxStalledCount: 10,
+  };
   const writer = new Worker(WRITE_QUEUE, processJob, { ...common, concurrency: 1 });
   const fetcher = new Worker(FETCH_QUEUE, processJob, { ...common, concurrency: settings.fetchConcurrency });
   for (const w of [writer, fetcher]) {
     w.on('failed', (job, err) => {
       const fields = { job: job?.name, jobId: job?.id, err: err.message };
       // A job that ended because this worker is stopping has not failed: its next attempt resumes it.
-      if (shutdown.signal.aborted) logger.info(fields, 'job stopped by the shutdown; another attempt takes it up');
+      if (parts.shutdown.signal.aborted)
+        logger.info(fields, 'job stopped by the shutdown; another attempt takes it up');
       else logger.warn(fields, 'job failed');
     });
     w.on('error', redisError);
   }
-  const metrics = createMetrics({ queues, redis: connection, prefix, api: engine.deps.api });
-  writer.on('completed', (job, result) => metrics.recordJob(job.name, result));
-  const dashboard = o.dashboard ? await startDashboard({ ...o.dashboard, queues, metrics, logger }) : null;
-  logger.info({ prefix, schedules: settings.schedules, fetchConcurrency: settings.fetchConcurrency }, 'worker started');
-
-  let closing: Promise<void> | null = null;
-  return {
-    queues,
-    dashboardUrl: dashboard?.url ?? null,
-    close() {
-      closing ??= (async () => {
-        // Work in flight gets most of the grace; what is left is for handing it back and closing,
-        // each step bounded, so that a Redis that does not answer cannot hold the stop.
-        const started = Date.now();
-        const reserve = Math.min(3000, settings.graceMs * 0.3);
-        const left = () => Math.max(0, settings.graceMs - reserve - (Date.now() - started));
-        logger.info({ graceMs: settings.graceMs }, 'worker stopping');
-        shutdown.abort(new Error('the worker is shutting down'));
-        const finished = await within(Promise.all([writer.close(), fetcher.close()]), left());
-        if (!finished) {
-          logger.warn('work still in flight after the grace period; leaving it to other workers');
-          await within(Promise.all([writer.close(true), fetcher.close(true)]), reserve / 3);
-        }
-        const closeAll = Promise.allSettled([
-          dashboard?.close(),
-          queues.fetchEvents.close(),
-          queues.flows.close(),
-          queues.write.close(),
-          queues.fetch.close(),
-          engine.close(),
-          staging.store.close(),
-        ]);
-        await within(closeAll, reserve / 3);
-        for (const c of connections) c.disconnect();
-        logger.info('worker stopped');
-      })();
-      return closing;
-    },
-  };
+  return { writer, fetcher };
 }
 
-/** Resolves once the connection is ready; rejects when `signal` aborts first. */
-function untilReady(connection: Redis, signal: AbortSignal | undefined): Promise<void> {
-  if (connection.status === 'ready') return Promise.resolve();
-  return new Promise<void>((resolve, reject) => {
-    const done = () => {
-      connection.off('ready', ready);
-      signal?.removeEventListener('abort', stopped);
-    };
-    const ready = () => {
-      done();
-      resolve();
-    };
-    const stopped = () => {
-      done();
-      reject(signal?.reason ?? new Error('stopped'));
-    };
-    if (signal?.aborted) return stopped();
-    connection.on('ready', ready);
-    signal?.addEventListener('abort', stopped, { once: true });
-  });
+/**
+ * Stops taking jobs, lets work in flight finish or hands it back, and closes everything. Work in
+ * flight gets most of the grace; what is left is for handing it back and closing, each step
+ * bounded, so that a Redis that does not answer cannot hold the stop.
+ */
+async function stopWorker(
+  { o, connections, queues, staging, engine, shutdown }: WorkerParts,
+  { writer, fetcher }: { writer: Worker; fetcher: Worker },
+  dashboard: { close(): Promise<void> } | null,
+): Promise<void> {
+  const { settings, logger } = o;
+  const started = Date.now();
+  const reserve = Math.min(3000, settings.graceMs * 0.3);
+  const left = () => Math.max(0, settings.graceMs - reserve - (Date.now() - started));
+  logger.info({ graceMs: settings.graceMs }, 'worker stopping');
+  shutdown.abort(new Error('the worker is shutting down'));
+  const finished = await within(Promise.all([writer.close(), fetcher.close()]), left());
+  if (!finished) {
+    logger.warn('work still in flight after the grace period; leaving it to other workers');
+    await within(Promise.all([writer.close(true), fetcher.close(true)]), reserve / 3);
+  }
+  const closeAll = Promise.allSettled([
+    dashboard?.close(),
+    queues.fetchEvents.close(),
+    queues.flows.close(),
+    queues.write.close(),
+    queues.fetch.close(),
+    engine.close(),
+    staging.store.close(),
+  ]);
+  await within(closeAll, reserve / 3);
+  for (const c of connections) c.disconnect();
+  logger.info('worker stopped');
 }
 
 /** Whether `p` settled within `ms`; it goes on either way. */
@@ -315,43 +360,6 @@ async function within(p: Promise<unknown>, ms: number): Promise<boolean> {
   } finally {
     clearTimeout(timer);
   }
-}
-
-const CONNECTION_ERROR = /ECONNREFUSED|ECONNRESET|ETIMEDOUT|EHOSTUNREACH|ENOTFOUND|EPIPE|Connection is closed/;
-
-/**
- * One warning when Redis goes away (and a reminder a minute), one line when it is back: a
- * reconnect every few hundred milliseconds, from each of the connections BullMQ holds, is not news
- * each time. Returns the handler for every other emitter of Redis errors; what is not a lost
- * connection is logged as it comes.
- */
-function watchRedis(connections: Redis[], logger: Logger): (e: Error) => void {
-  let down: number | null = null;
-  let lastNote = 0;
-  const onError = (e: Error) => {
-    if (!CONNECTION_ERROR.test(e.message)) {
-      logger.warn({ err: e.message }, 'worker error');
-      return;
-    }
-    const now = Date.now();
-    if (down === null) down = now;
-    if (now - lastNote < 60_000) return;
-    lastNote = now;
-    logger.warn(
-      { err: e.message, downForS: Math.round((now - down) / 1000) },
-      'redis is unreachable; reconnecting (stop with SIGTERM or Ctrl-C at any time)',
-    );
-  };
-  for (const c of connections) {
-    c.on('error', onError);
-    c.on('ready', () => {
-      if (down === null) return;
-      logger.info({ downForS: Math.round((Date.now() - down) / 1000) }, 'redis is reachable again');
-      down = null;
-      lastNote = 0;
-    });
-  }
-  return onError;
 }
 
 /**

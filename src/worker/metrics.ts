@@ -60,13 +60,56 @@ export interface WorkerMetrics {
   recordJob(name: string, result: unknown): void;
 }
 
-export function createMetrics(o: {
+interface MetricsSources {
   queues: WorkerQueues;
   redis: Redis;
   prefix: string;
   api: ApiClient;
-}): WorkerMetrics {
+}
+
+/** The last runs pass as the writer kept it in Redis; null before the first. */
+type LastPassReader = () => Promise<LastPass | null>;
+
+export function createMetrics(o: MetricsSources): WorkerMetrics {
   const registry = new Registry();
+  const jobs = jobCounters(registry);
+  apiCounters(registry, o.api);
+  queueGauge(registry, o.queues);
+  const lastPass = async (): Promise<LastPass | null> => {
+    const raw = await o.redis.get(`${o.prefix}:${PASS_KEY}`);
+    return raw ? (JSON.parse(raw) as LastPass) : null;
+  };
+  freshnessGauges(registry, o, lastPass);
+  budgetGauges(registry, lastPass);
+  new Gauge({
+    name: 'runsync_open_runs',
+    help: 'Runs still in progress that passes keep checking',
+    registers: [registry],
+    async collect() {
+      const p = await lastPass();
+      this.set(p?.openRuns !== null && p?.openRuns !== undefined ? p.openRuns : UNKNOWN);
+    },
+  });
+  return {
+    registry,
+    recordJob(name, result) {
+      const r = result as {
+        status?: string;
+        kind?: string;
+        runs?: { inserted?: number; updated?: number; childRows?: number };
+      } | null;
+      if (!r || typeof r !== 'object') return;
+      if (typeof r.status === 'string') jobs.passes.inc({ kind: r.kind ?? name, status: r.status });
+      if (r.runs) {
+        jobs.runs.inc((r.runs.inserted ?? 0) + (r.runs.updated ?? 0));
+        jobs.childRows.inc(r.runs.childRows ?? 0);
+      }
+    },
+  };
+}
+
+/** What this worker's write jobs did, counted as each finishes (recordJob). */
+function jobCounters(registry: Registry) {
   const passes = new Counter({
     name: 'runsync_passes_total',
     help: 'Passes run by this worker, by kind and status',
@@ -83,6 +126,11 @@ export function createMetrics(o: {
     help: 'Messages, steps and evaluations written by this worker',
     registers: [registry],
   });
+  return { passes, runs, childRows };
+}
+
+/** The API client's own totals, moved on by what they grew since the last scrape. */
+function apiCounters(registry: Registry, api: ApiClient): void {
   let seen: Record<string, number> = {};
   new Counter({
     name: 'runsync_api_requests_total',
@@ -90,7 +138,7 @@ export function createMetrics(o: {
     labelNames: ['status'],
     registers: [registry],
     collect() {
-      const now = o.api.stats().byStatus;
+      const now = api.stats().byStatus;
       for (const [status, n] of Object.entries(now)) {
         const d = n - (seen[status] ?? 0);
         if (d > 0) this.inc({ status }, d);
@@ -104,18 +152,21 @@ export function createMetrics(o: {
     help: 'Export API responses 429 seen by this worker',
     registers: [registry],
     collect() {
-      const n = o.api.stats().rateLimited;
+      const n = api.stats().rateLimited;
       if (n > limitedSeen) this.inc(n - limitedSeen);
       limitedSeen = n;
     },
   });
+}
+
+function queueGauge(registry: Registry, queues: WorkerQueues): void {
   new Gauge({
     name: 'runsync_queue_jobs',
     help: 'Jobs in the queues, by queue and state',
     labelNames: ['queue', 'state'],
     registers: [registry],
     async collect() {
-      for (const q of [o.queues.write, o.queues.fetch]) {
+      for (const q of [queues.write, queues.fetch]) {
         const counts = await q.getJobCounts(
           'waiting',
           'active',
@@ -128,10 +179,10 @@ export function createMetrics(o: {
       }
     },
   });
-  const lastPass = async (): Promise<LastPass | null> => {
-    const raw = await o.redis.get(`${o.prefix}:${PASS_KEY}`);
-    return raw ? (JSON.parse(raw) as LastPass) : null;
-  };
+}
+
+/** How far behind the API the warehouse is: from the last pass, and the lags of the last hour. */
+function freshnessGauges(registry: Registry, o: MetricsSources, lastPass: LastPassReader): void {
   new Gauge({
     name: 'runsync_lag_seconds',
     help: "How far the warehouse is behind the API: now minus the live window's watermark",
@@ -182,6 +233,10 @@ export function createMetrics(o: {
       this.set(typeof since === 'number' ? since / 1000 : UNKNOWN);
     },
   });
+}
+
+/** What the rate budget had learned by the last pass's end, and how much of the key's rate it used. */
+function budgetGauges(registry: Registry, lastPass: LastPassReader): void {
   new Gauge({
     name: 'runsync_rate_budget_requests_per_second',
     help: 'Sustained rate the budget learned for each bucket the server keeps (scope: key, or an endpoint of its own)',
@@ -213,29 +268,4 @@ export function createMetrics(o: {
       this.set((await lastPass())?.rateBudget?.usedShare ?? UNKNOWN);
     },
   });
-  new Gauge({
-    name: 'runsync_open_runs',
-    help: 'Runs still in progress that passes keep checking',
-    registers: [registry],
-    async collect() {
-      const p = await lastPass();
-      this.set(p?.openRuns !== null && p?.openRuns !== undefined ? p.openRuns : UNKNOWN);
-    },
-  });
-  return {
-    registry,
-    recordJob(name, result) {
-      const r = result as {
-        status?: string;
-        kind?: string;
-        runs?: { inserted?: number; updated?: number; childRows?: number };
-      } | null;
-      if (!r || typeof r !== 'object') return;
-      if (typeof r.status === 'string') passes.inc({ kind: r.kind ?? name, status: r.status });
-      if (r.runs) {
-        runs.inc((r.runs.inserted ?? 0) + (r.runs.updated ?? 0));
-        childRows.inc(r.runs.childRows ?? 0);
-      }
-    },
-  };
 }
