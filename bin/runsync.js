@@ -43,9 +43,10 @@ if (flags.length === 0) {
   // process group was signalled (src/cli/stop-signals.ts); others as they are. Ctrl-C at a terminal
   // reaches both processes already.
   const forwarded = process.stdin.isTTY ? ['SIGTERM', 'SIGHUP'] : ['SIGTERM', 'SIGHUP', 'SIGINT'];
+  // A command whose channel is closed is exiting already: nothing to pass on.
   const passOn = (s) => {
-    if (s === 'SIGHUP' || !child.connected) return child.kill(s);
-    child.send({ signal: s }, (e) => e && child.kill(s));
+    if (s === 'SIGHUP') child.kill(s);
+    else if (child.connected) child.send({ signal: s }, () => undefined);
   };
   for (const s of forwarded) process.on(s, () => passOn(s));
   if (process.stdin.isTTY) process.on('SIGINT', () => undefined);

@@ -324,6 +324,11 @@ async function stopWorker(
   const left = () => Math.max(0, settings.graceMs - reserve - (Date.now() - started));
   logger.info({ graceMs: settings.graceMs }, 'worker stopping');
   shutdown.abort(new Error('the worker is shutting down'));
+  // A BullMQ object closed while its connection still starts up reports that connection's failure
+  // after it has let go of its listeners, and the process dies of it: a stop right after the start
+  // first lets them finish starting, for a moment at most.
+  const all = [writer, fetcher, queues.write, queues.fetch, queues.fetchEvents, queues.flows];
+  await within(Promise.all(all.map((b) => b.waitUntilReady())), Math.min(1000, left()));
   const finished = await within(Promise.all([writer.close(), fetcher.close()]), left());
   if (!finished) {
     logger.warn('work still in flight after the grace period; leaving it to other workers');
