@@ -8,7 +8,7 @@ import { createEngine, type PassResult, runPass } from '../../sync/index.ts';
 import { logProgress, ProgressTracker } from '../../sync/progress.ts';
 import { STATUS_TABLES } from '../../sync/status.ts';
 import type { MemoryBudget } from '../../util/memory-budget.ts';
-import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_SECOND } from '../../util/timestamp.ts';
+import { formatTimestamp, MICROS_PER_DAY, MICROS_PER_HOUR, MICROS_PER_SECOND } from '../../util/timestamp.ts';
 import { getState, setState, systemMicros, type Warehouse, withWarehouse } from '../../warehouse/index.ts';
 import { ANALYTICS_FILE, DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_OK, UsageError } from '../context.ts';
@@ -123,7 +123,8 @@ export function demoCommand(ctx: CliContext, setExit: (code: number) => void): C
       const dir = warehouseDirFrom(ctx.env);
       prepareWarehouseDir(dir, shareGroup(ctx.env));
       await clearPreviousDemo(dir, memoryBudgetOf(ctx.env));
-      const now = Math.floor(systemMicros() / MICROS_PER_SECOND) * MICROS_PER_SECOND;
+      // The simulated hour between the two passes ends now, so what the demo leaves is as of now.
+      const now = Math.floor(systemMicros() / MICROS_PER_SECOND) * MICROS_PER_SECOND - MICROS_PER_HOUR;
       const sim = await startSimulator({
         port: 0,
         seed: SEED,
