@@ -204,7 +204,9 @@ export function failureLine(e: unknown, deps: Pick<SyncDeps, 'gate' | 'settings'
   const dir = deps.gate.dir;
   if (e instanceof AuthError) {
     const setting = deps.settings.keySetting ?? 'RUNSYNC_API_KEY';
-    return `the API refused the key (401 unauthenticated): ${e.message}; check the key in ${setting}`;
+    const said = e.detail.replace(/^the API key was refused: /, '');
+    const request = e.requestId ? `, request ${e.requestId}` : '';
+    return `the API refused the key in ${setting} (HTTP ${e.status ?? 401} ${e.code ?? 'unauthenticated'}: ${said}${request}); correct it or issue a new key`;
   }
   const message = e instanceof Error ? e.message : String(e);
   const code = (e as { code?: unknown }).code;
