@@ -38,7 +38,7 @@ export default async function fetchDetails(payload: unknown, ctx: JobContext): P
   // in a bunch).
   const shares = ctx.settings.fetchConcurrency;
   const perJob = Math.max(1, Math.floor(ctx.deps.settings.detailConcurrency / shares));
-  const fetcher = new DetailFetcher(ctx.deps.api, perJob, ctx.signal, shares);
+  const fetcher = new DetailFetcher(ctx.deps.api, perJob, ctx.signal, { shares });
   let results: DetailBatch['results'];
   try {
     results = (await fetcher.fetch(ids)).results;

@@ -44,7 +44,7 @@ export function detailSource(deps: {
 }): DetailSource {
   return deps.details
     ? deps.details(deps.signal)
-    : new DetailFetcher(deps.api, deps.settings.detailConcurrency, deps.signal);
+    : new DetailFetcher(deps.api, deps.settings.detailConcurrency, deps.signal, { stragglers: true });
 }
 
 export class DetailFetcher implements DetailSource {
@@ -56,12 +56,17 @@ export class DetailFetcher implements DetailSource {
    * `concurrency` in flight at least, more when the pace needs them; `shares` fetchers of the
    * process side by side split what it needs.
    */
+  /**
+   * `stragglers`: a page may go on without details still on their way (a walk, whose pipeline takes
+   * them up later); off, every detail is waited for (a fetch job, which hands its batch on whole).
+   */
   constructor(
     private readonly api: ApiClient,
     concurrency: number,
     signal: AbortSignal,
-    shares = 1,
+    private readonly o: { shares?: number; stragglers?: boolean } = {},
   ) {
+    const shares = o.shares ?? 1;
     const get = (id: string, s: AbortSignal) =>
       api.getRun(id, { signal: s, onSend: () => this.sentAt.set(id, performance.now()) });
     this.pool = new FetchPool(get, api.inFlightBound(concurrency, shares), signal);
@@ -81,7 +86,7 @@ export class DetailFetcher implements DetailSource {
       }),
     );
     const all = Promise.all(each);
-    while (left > 0) {
+    while (left > 0 && this.o.stragglers) {
       const late = left < ids.length ? this.stragglersOf(ids, results) : null;
       if (late) return this.without(ids, late, results, each);
       const waitMs = left < ids.length ? this.stragglerAfterMs() / 4 : null;

@@ -103,7 +103,9 @@ export class ProgressTracker {
     const remote = deps.details;
     const api = countingClient(deps.api, this, remote === undefined);
     const details = (signal: AbortSignal): DetailSource => {
-      const source = remote ? remote(signal) : new DetailFetcher(api, deps.settings.detailConcurrency, signal);
+      const source = remote
+        ? remote(signal)
+        : new DetailFetcher(api, deps.settings.detailConcurrency, signal, { stragglers: true });
       return {
         fetch: (ids) => {
           this.detailsAsked(ids.length);
