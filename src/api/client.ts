@@ -210,6 +210,16 @@ export class ApiClient {
     return this.fetchPage<RunSummary>('runs.list', '/runs', query ?? [], page, 0, 1);
   }
 
+  /**
+   * Reads the API's clock (`serverClock`) when nothing has told it yet: one runs-list request of
+   * one item, tried once. A failure is the caller's to ignore; the work after it meets the same.
+   */
+  async readClock(signal?: AbortSignal): Promise<void> {
+    if (this.serverClock.known) return;
+    const query = pageQuery('runs.list', pageBounds('runs.list').max, 1, null);
+    await this.transport.get({ endpoint: 'runs.list', path: '/runs', query, expect: 'list', signal, maxAttempts: 1 });
+  }
+
   /** Every page of run summaries; long value lists are split and their answers merged by id. */
   async *runPages(filter: RunListFilter = {}, options: IterateOptions = {}): AsyncGenerator<ListPage<RunSummary>> {
     yield* this.pages<RunSummary>('runs.list', '/runs', runListQueries(filter, { split: true }), options);

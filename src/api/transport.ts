@@ -48,6 +48,8 @@ export interface GetRequest {
   signal?: AbortSignal | undefined;
   /** Told each time an attempt goes on the wire (after its budget turn). */
   onSend?: (() => void) | undefined;
+  /** Attempts at most, fewer than the retry policy's (a request that only helps, never needed). */
+  maxAttempts?: number;
 }
 
 export interface GetResult {
@@ -124,7 +126,8 @@ export class ApiTransport {
           break;
         }
         case 'retry': {
-          if (attempts >= retry.maxAttempts) throw verdict.error.noteAttempts(attempts);
+          if (attempts >= Math.min(retry.maxAttempts, req.maxAttempts ?? Infinity))
+            throw verdict.error.noteAttempts(attempts);
           const delay = Math.max(backoffDelay(attempts, retry, this.o.random), verdict.minDelayMs);
           this.stats.retries++;
           logger.warn(

@@ -171,12 +171,12 @@ async function operateLocked<R extends OperationResult>(
 }
 
 /**
- * Reads the API's clock before anything is timed by it, when nothing has told it yet: one runs-list
- * request of one item. A failure is left to the work itself to meet and report.
+ * Reads the API's clock before anything is timed by it, when nothing has told it yet (one request,
+ * tried once). A failure is left to the work itself to meet and report.
  */
 async function readApiClock(deps: SyncDeps): Promise<void> {
   if (!deps.apiClock || deps.apiClock.known || deps.signal.aborted) return;
-  await deps.api.listRuns({}, { limit: 1, signal: deps.signal }).catch((e: unknown) => {
+  await deps.api.readClock(deps.signal).catch((e: unknown) => {
     deps.logger.debug(
       { error: String(e) },
       "could not read the API's clock; this machine's is used until a response tells it",

@@ -80,14 +80,14 @@ describe('first contact', () => {
       RUNSYNC_WAREHOUSE_DIR: join(tmp.dir, 'wh1'),
     });
     expect(fromFile.code).toBe(1);
-    expect(fromFile.err).toMatch(/401 unauthenticated.*check the key in RUNSYNC_API_KEY_FILE/);
+    expect(fromFile.err).toMatch(/refused the key in RUNSYNC_API_KEY_FILE \(HTTP 401 unauthenticated/);
     const direct = await runMain(['sync'], {
       RUNSYNC_API_URL: sim.url,
       RUNSYNC_API_KEY: sim.key,
       RUNSYNC_WAREHOUSE_DIR: join(tmp.dir, 'wh2'),
     });
     expect(direct.code).toBe(1);
-    expect(direct.err).toMatch(/check the key in RUNSYNC_API_KEY\b(?!_FILE)/);
+    expect(direct.err).toMatch(/refused the key in RUNSYNC_API_KEY\b(?!_FILE)/);
     expect(`${fromFile.err}${direct.err}`).not.toContain(sim.key);
   });
 });

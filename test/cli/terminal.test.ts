@@ -72,7 +72,9 @@ describe(`on a terminal${why}`, () => {
       expect(await t.exited).toBe(1);
       const text = t.screen().join('\n');
       expect(text.match(/refused the key/g), text).toHaveLength(1);
-      expect(text).toMatch(/^runsync: the API refused the key in RUNSYNC_API_KEY \(HTTP 401 unauthenticated: .*\); correct it/m);
+      expect(text).toMatch(
+        /^runsync: the API refused the key in RUNSYNC_API_KEY \(HTTP 401 unauthenticated: .*\); correct it/m,
+      );
     } finally {
       tmp.cleanup();
     }
