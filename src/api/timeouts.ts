@@ -6,22 +6,9 @@
 // takes a connection and never answers, or a body that stops half-way, then costs a few seconds,
 // not the ceiling, and only the request that hung waits; everything else goes on beside it.
 
-export interface TimeoutSettings {
-  connectMs: number;
-  /** The longest wait for the response headers. */
-  headersMs: number;
-  /** The longest silence while the body streams in. */
-  bodyMs: number;
-  /** The longest a single attempt may take, from sending to the last byte. */
-  requestMs: number;
-}
+import { DEFAULT_TIMEOUTS, type TimeoutSettings } from '../config/timeouts.ts';
 
-export const DEFAULT_TIMEOUTS: Readonly<TimeoutSettings> = Object.freeze({
-  connectMs: 10_000,
-  headersMs: 30_000,
-  bodyMs: 30_000,
-  requestMs: 120_000,
-});
+export { DEFAULT_TIMEOUTS, type TimeoutSettings } from '../config/timeouts.ts';
 
 /** A request slower than this many times the recent 95th percentile has hung. */
 export const STALL_FACTOR = 8;

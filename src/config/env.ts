@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { DEFAULT_TIMEOUTS, type TimeoutSettings } from '../api/timeouts.ts';
 import { DEFAULT_RESERVE } from '../budget/rate.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
@@ -10,6 +9,7 @@ import { ConfigError } from './error.ts';
 import { memoryBudgetOf } from './memory.ts';
 import { shareGroup } from './share.ts';
 import { type StorageConfig, storageConfig } from './storage.ts';
+import { DEFAULT_TIMEOUTS, type TimeoutSettings } from './timeouts.ts';
 import { apiBaseUrl } from './url.ts';
 
 // runsync's settings, read from the environment once at start into a frozen object. Anything wrong
