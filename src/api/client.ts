@@ -54,9 +54,17 @@ export interface ApiClientOptions {
   /** How long each phase of a request may take (timeouts.ts); default DEFAULT_TIMEOUTS. */
   timeouts?: Partial<TimeoutSettings>;
   validation?: ValidationMode;
+  /**
+   * Applied to every record, valid or refused, before the client hands it over (the
+   * personal-data policy), so nothing the API sent reaches a caller, and so disk, without it.
+   */
+  payloads?: PayloadFilter;
   clock?: BudgetClock;
   random?: () => number;
 }
+
+/** What the client does to a record before it hands it over. */
+export type PayloadFilter = (endpoint: EndpointName, record: unknown) => unknown;
 
 export interface CallOptions {
   signal?: AbortSignal;
@@ -159,6 +167,7 @@ export class ApiClient {
   private readonly validator: RecordValidator;
   private readonly logger: Logger;
   private readonly budget: RateBudget;
+  private readonly payloads: PayloadFilter;
   private primed = false;
   /** The API's clock, from the Date header of its responses. */
   readonly serverClock = new ServerClock();
@@ -171,6 +180,7 @@ export class ApiClient {
       : createApiPool(base.origin, { connectTimeoutMs: timeouts.connectMs, ...options.pool });
     this.logger = options.logger ?? silentLogger();
     this.budget = options.budget;
+    this.payloads = options.payloads ?? ((_endpoint, record) => record);
     this.validator = createRecordValidator(options.validation ?? 'lenient');
     this.transport = new ApiTransport({
       origin: base.origin,
@@ -426,22 +436,24 @@ export class ApiClient {
       onSend: options.onSend,
     });
     const problems = this.validator.check(endpointInfo(endpoint).schema, body.data);
+    const record = this.payloads(endpoint, body.data);
     if (problems.length > 0) {
-      this.report(endpoint, body.data, problems, requestId);
+      this.report(endpoint, record, problems, requestId);
       throw new InvalidRecordError(
         `the record breaks its schema: ${problems.slice(0, 3).join('; ')}`,
         { endpoint, path, requestId },
-        { problems, recordId: recordId(body.data), record: body.data },
+        { problems, recordId: recordId(record), record },
       );
     }
-    return body.data as T;
+    return record as T;
   }
 
   private keepValid<T>(endpoint: EndpointName, records: unknown[], requestId: string | null): ItemList<T> {
     const schema = endpointInfo(endpoint).schema;
     const out: ItemList<T> = { items: [], refused: [] };
-    for (const record of records) {
-      const problems = this.validator.check(schema, record);
+    for (const raw of records) {
+      const problems = this.validator.check(schema, raw);
+      const record = this.payloads(endpoint, raw);
       if (problems.length === 0) out.items.push(record as T);
       else out.refused.push(this.report(endpoint, record, problems, requestId));
     }

@@ -6,6 +6,7 @@ export type {
   IterateOptions,
   ListPage,
   PageRequest,
+  PayloadFilter,
   RunDetailResult,
   RunDetailsOptions,
 } from './client.ts';

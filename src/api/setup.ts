@@ -3,6 +3,7 @@ import { SharedRateBudget } from '../budget/rate.ts';
 import type { BudgetStore, RateBudget } from '../budget/types.ts';
 import type { RunsyncConfig } from '../config/env.ts';
 import { ConfigError } from '../config/error.ts';
+import { policyPayloads } from '../pii/index.ts';
 import type { Logger } from '../util/logger.ts';
 import { ApiClient, type InvalidRecordReport } from './client.ts';
 import type { RetryPolicy } from './retry.ts';
@@ -40,6 +41,7 @@ export function createApiClient(config: RunsyncConfig, setup: ApiSetup): ApiClie
     budget,
     logger: setup.logger,
     timeouts: config.timeouts,
+    ...(config.pii ? { payloads: policyPayloads(config.pii) } : {}),
     ...(setup.dispatcher ? { dispatcher: setup.dispatcher } : {}),
     ...(setup.onInvalid ? { onInvalid: setup.onInvalid } : {}),
     ...(setup.retry ? { retry: setup.retry } : {}),

@@ -10,7 +10,22 @@ export interface ArchiveSink {
   write(endpoint: ArchiveEndpoint, records: readonly ArchiveRecord[]): Promise<string | null>;
 }
 
-export function fileArchive(warehouseDir: string, now: () => Micros): ArchiveSink {
+/**
+ * The note of the personal-data policy a file's payloads were given (its fingerprint, or `off`):
+ * rebuild applies the policy in force again to a file written under another.
+ */
+export const PII_NOTE = 'runsync.pii';
+
+export function piiNote(policy: { readonly fingerprint: string } | null): string {
+  return policy?.fingerprint ?? 'off';
+}
+
+/** `notes`: key-value metadata every file gets (the personal-data policy it was written under). */
+export function fileArchive(
+  warehouseDir: string,
+  now: () => Micros,
+  notes: Readonly<Record<string, string>> = {},
+): ArchiveSink {
   return {
     async write(endpoint, records) {
       if (records.length === 0) return null;
@@ -18,6 +33,7 @@ export function fileArchive(warehouseDir: string, now: () => Micros): ArchiveSin
       // only to be read never archives.
       const { ArchiveWriter } = await import('./writer.ts');
       const archive = await ArchiveWriter.open(warehouseDir, endpoint, now());
+      for (const [k, v] of Object.entries(notes)) archive.note(k, v);
       try {
         for (const r of records) await archive.append(r);
         return await archive.commit();

@@ -1,6 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_RESERVE } from '../budget/rate.ts';
+import { piiSettingsOf } from '../pii/load.ts';
+import type { PiiPolicy } from '../pii/types.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
 import type { MemoryBudget } from '../util/memory-budget.ts';
@@ -57,6 +59,8 @@ export interface RunsyncConfig {
   readonly storage: Omit<StorageConfig, 'secrets'>;
   /** RUNSYNC_MEMORY_LIMIT, shared out between DuckDB, V8 and the batch sizes. */
   readonly memory: MemoryBudget;
+  /** RUNSYNC_PII_POLICY with RUNSYNC_PII_KEY: what is done to personal data before it reaches disk; null: off. */
+  readonly pii: PiiPolicy | null;
   /** RUNSYNC_CONNECT_TIMEOUT, RUNSYNC_HEADERS_TIMEOUT, RUNSYNC_BODY_TIMEOUT, RUNSYNC_REQUEST_TIMEOUT. */
   readonly timeouts: Readonly<TimeoutSettings>;
   /** Values no log line may show. */
@@ -260,6 +264,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   const cwd = options.cwd ?? process.cwd();
   const warehouseDir = resolve(cwd, setting(env, 'RUNSYNC_WAREHOUSE_DIR') ?? './warehouse');
   const { secrets: storageSecrets, ...storage } = storageConfig(env, warehouseDir, cwd);
+  const pii = piiSettingsOf(env, { readFile, cwd });
   const config = {
     api,
     warehouseDir,
@@ -277,9 +282,10 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     share: shareGroup(env),
     storage,
     memory: memoryBudgetOf(env),
+    pii: pii.policy,
     timeouts: requestTimeouts(env),
   };
-  const secrets = [key, redis === null ? null : redisPassword(redis), ...storageSecrets].filter(
+  const secrets = [key, redis === null ? null : redisPassword(redis), pii.key, ...storageSecrets].filter(
     (s): s is string => s !== null && s !== '',
   );
   // Not enumerable, like the key itself: a config written out or logged shows neither.

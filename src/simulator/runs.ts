@@ -1,5 +1,6 @@
 import { formatTimestamp, MICROS_PER_MINUTE, MICROS_PER_SECOND, type Micros } from '../util/timestamp.ts';
 import type { CatalogEntity, Json, SimCatalog } from './catalog.ts';
+import { type Contact, contactLine, contactOf, customerRecord } from './contacts.ts';
 import { hostileDetail, hostileTitle, isHostile } from './hostile.ts';
 import { drawLifecycle } from './lifecycle.ts';
 import { hashKeys, indexedUuid, indexOfUuid, type Rng, rngFor } from './random.ts';
@@ -339,8 +340,15 @@ export class RunUniverse {
     return names;
   }
 
+  /** The customer of the run's ticket: the name, email and phone its conversation gives away. */
+  contact(plan: RunPlan): Contact {
+    return contactOf(this.opts.seed, plan.ticketNo);
+  }
+
   ticketTitle(plan: RunPlan): string {
-    const plain = title(rngFor(this.opts.seed, 'ticket-title', plan.ticketNo));
+    const titled = title(rngFor(this.opts.seed, 'ticket-title', plan.ticketNo));
+    const withEmail = rngFor(this.opts.seed, 'ticket-title-email', plan.ticketNo).chance(0.1);
+    const plain = withEmail ? `${titled} (${this.contact(plan).email})` : titled;
     return this.hostile(plan) ? hostileTitle(this.opts.seed, plan.index, plain) : plain;
   }
 
@@ -419,9 +427,14 @@ export class RunUniverse {
     put('trigger_message_type', () => rng.pick(['public', 'private', 'email', 'chat']));
     put('internal_notes_only', () => rng.chance(0.1));
     put('is_messaging_ticket', () => plan.ticketId.startsWith('conv_'));
-    put('customer_name', () => personName(rng));
+    // The draw is made as before, so the draws after it stay as they were.
+    put('customer_name', () => {
+      personName(rng);
+      return this.contact(plan).name;
+    });
     if (detail) {
-      put('message_text', () => paragraph(rng, 1, 3));
+      const line = contactLine(rngFor(this.opts.seed, 'trigger-contact', plan.index), this.contact(plan));
+      put('message_text', () => paragraph(rng, 1, 3) + line);
       put('latest_comment', () => paragraph(rng, 1, 2));
     }
     return out;
@@ -434,7 +447,7 @@ export class RunUniverse {
     const redacted = rng.chance(0.3);
     let params: unknown = redacted
       ? { customer_email: '[REDACTED]', amount: rng.int(1, 500) }
-      : { order_id: `ord_${rng.hex(8)}`, amount: rng.int(1, 500) };
+      : { order_id: `ord_${rng.hex(8)}`, amount: rng.int(1, 500), email: this.contact(plan).email };
     // Every member the spec makes nullable is null now and then; params are sometimes cut short.
     const n = rngFor(this.opts.seed, 'pending-nulls', plan.index);
     const truncated = n.chance(0.1);
@@ -477,16 +490,19 @@ export class RunUniverse {
     };
 
     const conversation: Json[] = [];
+    const customer = this.contact(plan);
     for (let k = 0; k < v.messages; k++) {
       const r = rngFor(seed, 'message', plan.index, k);
       const role = k === 0 ? 'customer' : r.weighted(ROLES.map((x, n) => [x, n < 2 ? 4 : 1] as const));
       const at = timeOf((x) => x.messages, k);
+      const someone = personName(r);
+      const gives = role === 'customer' ? contactLine(rngFor(seed, 'message-contact', plan.index, k), customer) : '';
       conversation.push({
         id: r.uuid(),
         order: k + 1,
         role,
-        user_name: role === 'ai_agent' ? (agent?.name ?? 'Assistant') : personName(r),
-        message: paragraph(r, 1, 4),
+        user_name: role === 'ai_agent' ? (agent?.name ?? 'Assistant') : role === 'customer' ? customer.name : someone,
+        message: paragraph(r, 1, 4) + gives,
         source_timestamp: r.weighted([
           [formatTimestamp(at - 1000 * r.int(0, 9999)), 6],
           [String(Math.floor(at / MICROS_PER_SECOND)), 2],
@@ -598,7 +614,11 @@ export class RunUniverse {
     }
     if (truncated && typeof output === 'object' && output !== null)
       output = { partial: `${JSON.stringify(output).slice(0, 200)}…` };
+    // A lookup of the customer: the call names them and the answer echoes their record.
+    const lookup = rngFor(this.opts.seed, 'step-contact', plan.index, j);
+    if (!pendingHere && !truncated && lookup.chance(0.25)) output = customerRecord(lookup, this.contact(plan));
     const input: Json = { query: sentence(r, 2, 8), limit: r.int(1, 50) };
+    if (lookup.chance(0.2)) input.email = this.contact(plan).email;
     if (redacted) {
       input.customer_email = '[REDACTED]';
       input.card_number = '[REDACTED]';

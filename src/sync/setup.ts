@@ -66,6 +66,7 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     logger: o.logger,
     lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
     schemaEvolution: config.schemaEvolution,
+    pii: config.pii,
     now,
     signal: o.signal,
     share: config.share,

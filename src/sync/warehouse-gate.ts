@@ -17,6 +17,7 @@ export interface WarehouseGateOptions {
   lockWaitMs?: number;
   maskSecrets?: boolean;
   schemaEvolution?: boolean;
+  pii?: WarehouseOptions['pii'];
   memoryLimit?: string;
   /** The process's memory budget: DuckDB's limit and threads for every unit. */
   budget?: MemoryBudget;
@@ -114,6 +115,7 @@ export class WarehouseGate {
     };
     if (o.maskSecrets !== undefined) options.maskSecrets = o.maskSecrets;
     if (o.schemaEvolution !== undefined) options.schemaEvolution = o.schemaEvolution;
+    if (o.pii) options.pii = o.pii;
     if (o.memoryLimit !== undefined) options.memoryLimit = o.memoryLimit;
     if (o.budget !== undefined) options.budget = o.budget;
     if (o.now !== undefined) options.now = o.now;

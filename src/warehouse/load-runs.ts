@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
+import { PII_NOTE, piiNote } from '../archive/sink.ts';
 import { ArchiveWriter } from '../archive/writer.ts';
 import {
   knownNode,
@@ -134,6 +135,7 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
     }
     // What the batch held beyond the schema, for rebuild to take in without parsing the payloads.
     archive.note(OBSERVED_NOTE, JSON.stringify(out.observed ? observedToJson(out.observed) : null));
+    archive.note(PII_NOTE, piiNote(wh.pii));
     await archive.finish();
   } catch (e) {
     await archive.abort();

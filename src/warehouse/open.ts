@@ -1,7 +1,7 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
-import { fileArchive } from '../archive/sink.ts';
+import { fileArchive, PII_NOTE, piiNote } from '../archive/sink.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
 import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
@@ -142,7 +142,8 @@ function warehouseOf(h: Handle, root: string, options: WarehouseOptions, now: ()
     logger: h.logger,
     maskSecrets: options.maskSecrets ?? true,
     schemaEvolution: options.schemaEvolution ?? true,
-    archive: options.archive ?? fileArchive(root, now),
+    pii: options.pii ?? null,
+    archive: options.archive ?? fileArchive(root, now, { [PII_NOTE]: piiNote(options.pii ?? null) }),
     share: options.share ?? null,
     exportThreads: options.threads ?? h.budget.bulkThreads,
     budget: h.budget,

@@ -1,5 +1,6 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { ArchiveSink } from '../archive/sink.ts';
+import type { PiiPolicy } from '../pii/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import type { Logger } from '../util/logger.ts';
@@ -17,6 +18,11 @@ export interface WarehouseOptions {
   maskSecrets?: boolean;
   /** New API members become columns (default true); off, they stay in the raw archive only. */
   schemaEvolution?: boolean;
+  /**
+   * The personal-data policy payloads were given before they came here (the API client applies
+   * it): archive files note it, and rebuild applies it again to files written under another.
+   */
+  pii?: PiiPolicy | null;
   /** Where loads keep what changed the warehouse (default: the raw archive under the directory). */
   archive?: ArchiveSink;
   /** The process's memory budget (RUNSYNC_MEMORY_LIMIT); DuckDB's limit and threads come from it. */
@@ -72,6 +78,8 @@ export interface Warehouse extends SqlRunner {
   readonly logger: Logger;
   readonly maskSecrets: boolean;
   readonly schemaEvolution: boolean;
+  /** The personal-data policy in force (null: off). */
+  readonly pii: PiiPolicy | null;
   /** Where loads keep what changed the warehouse: the raw archive, or nowhere during a replay of it. */
   readonly archive: ArchiveSink;
   /** The group the export gives the Parquet tree and analytics.duckdb to; null: owner only. */

@@ -1,0 +1,98 @@
+// JSON paths of a personal-data policy: `$` (the whole value), `$.a.b` (members), `$.a[*]` or
+// `$.a.*` (every item or member), `$..a` (a member named a at any depth below), and `$['odd name']`
+// for a member whose name is not a plain word. Member names match without regard to case, since
+// APIs spell the same member Email and email, and arrays are looked through: `$.orders.email`
+// reaches the email of every order. Nothing else of JSONPath (filters, slices, unions).
+
+export type Segment =
+  | { readonly k: 'member'; readonly name: string }
+  | { readonly k: 'any' }
+  /** Zero or more levels of any members or items. */
+  | { readonly k: 'deep' };
+
+const WORD = /^[A-Za-z0-9_-]+/;
+
+/** The segments of a path, or a reason it is not one. */
+export function parsePath(text: string): Segment[] | string {
+  if (!text.startsWith('$')) return 'a JSON path starts with $';
+  const out: Segment[] = [];
+  let i = 1;
+  while (i < text.length) {
+    const rest = text.slice(i);
+    if (rest.startsWith('..')) {
+      out.push({ k: 'deep' });
+      i += 2;
+      const name = WORD.exec(text.slice(i))?.[0];
+      if (text[i] === '*') {
+        out.push({ k: 'any' });
+        i += 1;
+      } else if (name) {
+        out.push({ k: 'member', name: name.toLowerCase() });
+        i += name.length;
+      } else if (text[i] !== '[') return `a member name or * must follow .. (at ${i + 1})`;
+      continue;
+    }
+    if (rest.startsWith('.*') || rest.startsWith('[*]')) {
+      out.push({ k: 'any' });
+      i += rest.startsWith('.*') ? 2 : 3;
+      continue;
+    }
+    if (rest.startsWith('.')) {
+      const name = WORD.exec(rest.slice(1))?.[0];
+      if (!name) return `a member name must follow . (at ${i + 1}); quote other names as ['name']`;
+      out.push({ k: 'member', name: name.toLowerCase() });
+      i += 1 + name.length;
+      continue;
+    }
+    const quoted = /^\[(['"])((?:(?!\1).)+)\1\]/.exec(rest);
+    if (quoted) {
+      out.push({ k: 'member', name: (quoted[2] as string).toLowerCase() });
+      i += quoted[0].length;
+      continue;
+    }
+    return `unexpected ${JSON.stringify(text[i])} (at ${i + 1}); paths are made of .name, ['name'], [*], .* and ..name`;
+  }
+  if (out[out.length - 1]?.k === 'deep') return 'a path cannot end with ..';
+  return out;
+}
+
+/**
+ * Where a path stands while a value is walked: the positions in its segments it may be at (a deep
+ * segment lets it be at several). Empty: the path can no longer reach anything below.
+ */
+export type PathState = readonly number[];
+
+/** The states at the root, with a deep segment's zero-level reach followed. */
+export function startState(path: readonly Segment[]): PathState {
+  return close(path, [0]);
+}
+
+function close(path: readonly Segment[], positions: readonly number[]): number[] {
+  const out = new Set<number>();
+  const add = (p: number) => {
+    if (out.has(p)) return;
+    out.add(p);
+    if (path[p]?.k === 'deep') add(p + 1);
+  };
+  for (const p of positions) add(p);
+  return [...out];
+}
+
+/** The states after stepping into member `name` (lower case) or an array item (`name` null). */
+export function step(path: readonly Segment[], state: PathState, name: string | null): PathState {
+  const next: number[] = [];
+  for (const p of state) {
+    const seg = path[p];
+    // An array's items stand where the array stands; [*] may also take the step.
+    if (name === null) next.push(p);
+    if (seg === undefined) continue;
+    if (seg.k === 'deep') next.push(p);
+    else if (seg.k === 'any' || (name !== null && seg.name === name)) next.push(p + 1);
+  }
+  return next.length ? close(path, next) : next;
+}
+
+/** Whether the path reaches the value where it stands. */
+export function reached(path: readonly Segment[], state: PathState): boolean {
+  return state.includes(path.length);
+}
