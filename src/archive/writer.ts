@@ -1,6 +1,6 @@
 import { createWriteStream, type WriteStream } from 'node:fs';
 import { mkdir, open, rename, rm } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import parquet, { type ParquetWriter } from 'parquetjs-lite';
 import type { Micros } from '../util/timestamp.ts';
@@ -65,9 +65,20 @@ export class ArchiveWriter {
   ) {}
 
   static async open(warehouseDir: string, endpoint: ArchiveEndpoint, at: Micros): Promise<ArchiveWriter> {
-    registerArchiveCodec();
     const { dir, name } = newArchivePath(warehouseDir, endpoint, at);
     await mkdir(dir, { recursive: true, mode: 0o700 });
+    return ArchiveWriter.openFile(dir, name);
+  }
+
+  /** A file that takes the place of an existing one on commit (rebuild applying a policy again). */
+  static async replacing(path: string): Promise<ArchiveWriter> {
+    // What a replacement stopped half-way left (the file itself is whole until the rename).
+    await rm(join(dirname(path), `.${basename(path)}.tmp`), { force: true });
+    return ArchiveWriter.openFile(dirname(path), basename(path));
+  }
+
+  private static async openFile(dir: string, name: string): Promise<ArchiveWriter> {
+    registerArchiveCodec();
     const tempPath = join(dir, `.${name}.tmp`);
     const sink = await FailureKeepingSink.open(tempPath);
     const writer = await parquet.ParquetWriter.openStream(SCHEMA, sink, {

@@ -18,7 +18,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   snapshot: [...API, ...WRITE, ...LOAD, ...RUNNING],
   backfill: [...API, ...WRITE, ...PARQUET, ...LOAD, ...RUNNING, ...QUEUE],
   export: [...WRITE, ...PARQUET, ...RUNNING],
-  rebuild: [...WRITE, ...PARQUET, ...RUNNING],
+  rebuild: [...WRITE, ...PARQUET, 'RUNSYNC_PII_POLICY', 'RUNSYNC_PII_KEY', 'RUNSYNC_SCHEMA_CONTRACT', ...RUNNING],
   worker: [...API, ...WRITE, ...PARQUET, ...PASS, ...LOAD, ...QUEUE, ...inGroup('worker'), ...RUNNING],
   status: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT', ...QUEUE],
   query: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],

@@ -21,6 +21,15 @@ export const SETTINGS: Readonly<Record<string, readonly [SettingGroup, string]>>
     'load',
     'members the API adds become columns (on), or stay in the raw archive until a rebuild (off) (default on)',
   ],
+  RUNSYNC_PII_POLICY: [
+    'load',
+    'what is done to personal data before it reaches disk: off, default or a policy file (default off)',
+  ],
+  RUNSYNC_PII_KEY: ['load', 'the secret hashed values are keyed with; or RUNSYNC_PII_KEY_FILE, a file holding it'],
+  RUNSYNC_SCHEMA_CONTRACT: [
+    'load',
+    'evolve, freeze or discard new and changed API members, for all or per table: freeze,runs=evolve (default evolve)',
+  ],
   RUNSYNC_RECONCILE_BUDGET: ['pass', "the most of the key's rate rolling reconciliation may use (default 10%)"],
   RUNSYNC_RATE_LIMIT: ['api', 'requests per second this key may be used for, at most (default: learned)'],
   RUNSYNC_RATE_RESERVE: ['api', "share of the key's budget left to its other users (default 5%)"],
@@ -75,7 +84,7 @@ export const SETTINGS: Readonly<Record<string, readonly [SettingGroup, string]>>
 };
 
 /** Settings also read from a file: `<name>_FILE` holds the value (the key, kept out of the environment). */
-export const FILE_VARIANTS: readonly string[] = ['RUNSYNC_API_KEY'];
+export const FILE_VARIANTS: readonly string[] = ['RUNSYNC_API_KEY', 'RUNSYNC_PII_KEY'];
 
 /**
  * RUNSYNC_* names that are not settings but are known: the launcher's own mark on the command it

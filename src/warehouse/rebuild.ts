@@ -4,6 +4,8 @@ import { mkdir, readdir, rename, rm } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles } from '../archive/paths.ts';
 import { NO_ARCHIVE } from '../archive/sink.ts';
+import { resourceOfEndpoint } from '../pii/index.ts';
+import type { PiiPolicy } from '../pii/types.ts';
 import { CATALOG_TABLES, type CatalogTable } from '../resources/registry.ts';
 import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
 import type { ColumnSpec, ResourceSpec } from '../resources/types.ts';
@@ -12,6 +14,7 @@ import { processAlive } from '../util/process-alive.ts';
 import { applyListing } from './load-catalog.ts';
 import { applyToolOptions } from './load-tool-options.ts';
 import { openWarehouse } from './open.ts';
+import { reapplied, reapplyPolicy } from './rebuild-policy.ts';
 import { RANGE_RUNS, rebuildRuns } from './rebuild-runs.ts';
 import { RUN_KEYS } from './run-keys.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
@@ -33,6 +36,8 @@ export interface RebuildResult {
   rejected: number;
   /** Columns and tables schema evolution added that the warehouse before the rebuild lacked (table.column). */
   newColumns: string[];
+  /** Archive files written under another personal-data policy, and so written again under this one. */
+  policyFiles: number;
   durationMs: number;
 }
 
@@ -68,6 +73,7 @@ export async function rebuildInto(
     toolOptionLists: 0,
     rejected: 0,
     newColumns: [],
+    policyFiles: 0,
     durationMs: 0,
   };
   try {
@@ -99,14 +105,17 @@ export async function rebuildInPlace(dir: string, options: RebuildOptions = {}):
   try {
     await removeStopped(root, current);
     await mkdir(scratch, { recursive: true, mode: 0o700 });
+    // A changed policy reaches what was archived before the tables are derived from it.
+    const policy = await current.serial(() => reapplyPolicy(current, root, current.pii));
     const result = await rebuildInto(root, scratch, { ...options, logger: current.logger });
+    result.policyFiles = policy.files;
     const fresh = join(scratch, DB_FILE);
     const had = new Set(current.resources.flatMap(evolvedNames));
     result.newColumns = result.newColumns.filter((n) => !had.has(n));
     await current.serial(async () => {
       await current.run(`ATTACH ${quoteLiteral(fresh)} AS fresh`);
       try {
-        await carryBookkeeping(current);
+        await carryBookkeeping(current, current.pii);
       } finally {
         await current.run('DETACH fresh');
       }
@@ -145,7 +154,7 @@ async function removeStopped(root: string, current: Warehouse): Promise<void> {
 // for any other; export marks are merged, so nothing owed is forgotten.
 const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty', '_sync_schema_changes', RUN_KEYS]);
 
-async function carryBookkeeping(db: Warehouse): Promise<void> {
+async function carryBookkeeping(db: Warehouse, policy: PiiPolicy | null): Promise<void> {
   const tables = await db.all<{ t: string }>(
     `SELECT a.table_name AS t FROM duckdb_tables() a JOIN duckdb_tables() b ON a.table_name = b.table_name
      WHERE a.database_name = current_database() AND a.schema_name = 'main'
@@ -159,7 +168,22 @@ async function carryBookkeeping(db: Warehouse): Promise<void> {
   }
   const kept = ARCHIVE_ENDPOINTS.map(quoteLiteral).join(', ');
   await db.run(`INSERT INTO fresh._sync_rejected BY NAME SELECT * FROM _sync_rejected WHERE endpoint NOT IN (${kept})`);
+  if (policy) await reapplyRejected(db, policy);
   await db.run(`INSERT INTO fresh._sync_export_dirty BY NAME SELECT * FROM _sync_export_dirty`);
+}
+
+/** Records the client refused, kept whole: the policy in force applies to them too. */
+async function reapplyRejected(db: Warehouse, policy: PiiPolicy): Promise<void> {
+  const kept = ARCHIVE_ENDPOINTS.map(quoteLiteral).join(', ');
+  const rows = await db.all<{ n: bigint; endpoint: string; payload: string | null }>(
+    `SELECT rowid AS n, endpoint, payload FROM fresh._sync_rejected WHERE endpoint NOT IN (${kept}) AND payload IS NOT NULL`,
+  );
+  for (const r of rows) {
+    const resource = resourceOfEndpoint(r.endpoint);
+    const applied = resource === null ? null : reapplied(policy, resource, r.payload as string);
+    if (applied === null || applied.text === r.payload) continue;
+    await db.run(`UPDATE fresh._sync_rejected SET payload = $1 WHERE rowid = $2`, [applied.text, r.n]);
+  }
 }
 
 /** The evolved columns and child tables of a resource, as table.column and table. */

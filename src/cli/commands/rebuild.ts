@@ -5,6 +5,7 @@ import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/paths
 import { memoryBudgetOf, prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
 import { exportParquet } from '../../export/parquet.ts';
 import { openParquetTarget } from '../../export/target.ts';
+import { piiSettingsOf } from '../../pii/load.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
 import { withWarehouse } from '../../warehouse/open.ts';
@@ -23,6 +24,8 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
       const dir = warehouseDirFrom(ctx.env);
       const share = shareGroup(ctx.env);
       const storage = storageConfig(ctx.env, dir);
+      // Read first: a policy that does not parse stops the rebuild before it starts.
+      const pii = piiSettingsOf(ctx.env);
       prepareWarehouseDir(dir, share);
       await withPassLock(dir, 'rebuild', lockWait(ctx), async () => {
         let files = 0;
@@ -35,11 +38,11 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
         const logger = createLogger({
           level: ctx.env.LOG_LEVEL ?? 'warn',
           pretty: ctx.isTty,
-          secrets: storage.secrets,
+          secrets: [...storage.secrets, ...(pii.key ? [pii.key] : [])],
         });
         const stop = sayStillWorking('rebuild', ctx.err, progressEvery(ctx.env));
         const budget = memoryBudgetOf(ctx.env);
-        const r = await rebuildInPlace(dir, { logger, budget }).finally(stop);
+        const r = await rebuildInPlace(dir, { logger, budget, pii: pii.policy }).finally(stop);
         const rows = [
           `${r.runs} runs`,
           `${r.childRows} child rows`,
@@ -49,6 +52,9 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
         ];
         const seconds = (r.durationMs / 1000).toFixed(1);
         ctx.out(`rebuilt ${r.file} from ${files} archive file(s): ${rows.join(', ')}, in ${seconds} s`);
+        if (r.policyFiles) {
+          ctx.out(`applied the personal-data policy (${pii.policy?.source}) to ${r.policyFiles} archive file(s) first`);
+        }
         if (r.newColumns.length) {
           ctx.out(`filled for all history from the raw archive, new since the last load: ${r.newColumns.join(', ')}`);
         }
