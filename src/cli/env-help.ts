@@ -26,6 +26,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   compact: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_MEMORY_LIMIT'],
   simulate: ['RUNSYNC_SHUTDOWN_GRACE'],
   purge: QUEUE,
+  pii: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_PII_POLICY', 'RUNSYNC_PII_KEY', 'RUNSYNC_MEMORY_LIMIT'],
 };
 
 /** The help section listing `names`, one a line. */

@@ -27,6 +27,7 @@ const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
   ['report', async () => (await import('./commands/report.ts')).reportCommand],
   ['compact', async () => (await import('./commands/compact.ts')).compactCommand],
   ['purge', async () => (await import('./commands/purge.ts')).purgeCommand],
+  ['pii', async () => (await import('./commands/pii.ts')).piiCommand],
 ];
 
 /** The program with every command, or with only `only` when it names one. */

@@ -21,11 +21,12 @@ export const HASHED = 'pii:hmac:[0-9a-f]{32}';
 
 const EMAIL = "[\\p{L}\\p{N}._%+'-]+@[\\p{L}\\p{N}-]+(?:\\.[\\p{L}\\p{N}-]+)*\\.\\p{L}{2,}";
 const IBAN = '\\b[A-Z]{2}\\d{2}(?: ?[A-Z0-9]{4}){2,7}(?: ?[A-Z0-9]{1,3})?\\b';
-const CARD = '\\b\\d(?:[ -]?\\d){12,18}\\b';
+// Not within a word or a hyphenated token (a uuid's groups of digits).
+const CARD = '(?<![\\w-])\\d(?:[ -]?\\d){12,18}(?![\\w-])';
 const IPV4 = '\\b(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)(?:\\.(?:25[0-5]|2[0-4]\\d|1\\d\\d|[1-9]?\\d)){3}\\b';
 const IPV6 = '(?<![\\w:])(?:[0-9A-Fa-f]{0,4}:){2,7}[0-9A-Fa-f]{0,4}(?![\\w:])';
 // A run of digits with the separators phone numbers are written with; check() decides.
-const PHONE = '(?<![\\w+])(?:\\+|00)?\\(?\\d[\\d \\u00a0().\\/-]{6,22}\\d(?![\\w])';
+const PHONE = '(?<![\\w+-])(?:\\+|00)?\\(?\\d[\\d \\u00a0().\\/-]{6,22}\\d(?![\\w-])';
 
 const SOURCES: Record<BuiltinKind, string> = {
   email: EMAIL,

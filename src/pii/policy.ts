@@ -37,7 +37,7 @@ export interface CompileOptions {
   source: string;
 }
 
-interface TableTarget {
+export interface TableTarget {
   resource: ResourceSpec;
   child: ChildSpec | null;
   columns: readonly ColumnSpec[];
@@ -184,7 +184,7 @@ function distance(a: string, b: string): number {
 const TEXTUAL = new Set(['text', 'json', 'text_list']);
 
 /** Columns no policy may touch: keys, and what the sync compares or a row cannot be stored without. */
-function protectedColumn(target: TableTarget, column: ColumnSpec): boolean {
+export function protectedColumn(target: Omit<TableTarget, 'columns'>, column: ColumnSpec): boolean {
   if (column.required) return true;
   if (target.child === null)
     return column.name === target.resource.key || ['created_at', 'updated_at'].includes(column.name);

@@ -2,6 +2,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { exportParquet } from '../../src/export/parquet.ts';
+import { checkWarehouse } from '../../src/pii/check.ts';
 import { isHashed, parsePolicy } from '../../src/pii/index.ts';
 import { defaultPolicyFile } from '../../src/pii/load.ts';
 import type { PiiPolicy } from '../../src/pii/types.ts';
@@ -104,6 +105,22 @@ describe('personal data in the tables', () => {
     expect(isHashed(name?.n as string)).toBe(true);
     expect(there.warehouse).toMatch(/\[email\]/);
     expect(there.warehouse).toMatch(/\[phone\]/);
+
+    // The check finds what the policy would have removed, in the warehouse synced without it.
+    const bare = await read(plain, (wh) => checkWarehouse(wh, wh.resources, null, 500));
+    expect(bare.findings.map((f) => `${f.table}.${f.column}`)).toEqual(
+      expect.arrayContaining([
+        'runs.ticket_title',
+        'runs.trigger_message_text',
+        'run_messages.message',
+        'run_steps.tool_input',
+        'run_steps.tool_output',
+      ]),
+    );
+    expect(bare.namedLike).toEqual(['runs.trigger_customer_name', 'run_messages.user_name']);
+    const clean = await read(kept, (wh) => checkWarehouse(wh, wh.resources, defaultPolicy(), 500));
+    expect(clean.findings).toEqual([]);
+    expect(clean.namedLike).toEqual([]);
 
     // The raw archive holds the policy's payloads: a rebuild derives the same tables from them.
     const tables = await dump(kept);
