@@ -16,10 +16,11 @@ import { type ArchiveEndpoint, newArchivePath } from './paths.ts';
 
 export interface ArchiveRecord {
   /**
-   * A payload as fetched; one the flattening refused (kept so a later version may take it); or a
-   * listing manifest (the ids of a complete catalog listing).
+   * A payload as fetched; one the flattening refused (kept so a later version may take it); one
+   * the schema contract kept out (replayed once it lets it in); or a listing manifest (the ids of a
+   * complete catalog listing).
    */
-  kind: 'payload' | 'rejected' | 'manifest';
+  kind: 'payload' | 'rejected' | 'manifest' | 'quarantined';
   /** The API's id, as data only. */
   id: string | null;
   /** updated_at exactly as the API sent it. */

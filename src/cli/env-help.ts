@@ -27,6 +27,14 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   simulate: ['RUNSYNC_SHUTDOWN_GRACE'],
   purge: QUEUE,
   pii: ['RUNSYNC_WAREHOUSE_DIR', 'RUNSYNC_PII_POLICY', 'RUNSYNC_PII_KEY', 'RUNSYNC_MEMORY_LIMIT'],
+  quarantine: [
+    'RUNSYNC_WAREHOUSE_DIR',
+    'RUNSYNC_SCHEMA_CONTRACT',
+    'RUNSYNC_PII_POLICY',
+    'RUNSYNC_PII_KEY',
+    ...PARQUET,
+    'RUNSYNC_MEMORY_LIMIT',
+  ],
 };
 
 /** The help section listing `names`, one a line. */

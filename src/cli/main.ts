@@ -28,6 +28,7 @@ const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
   ['compact', async () => (await import('./commands/compact.ts')).compactCommand],
   ['purge', async () => (await import('./commands/purge.ts')).purgeCommand],
   ['pii', async () => (await import('./commands/pii.ts')).piiCommand],
+  ['quarantine', async () => (await import('./commands/quarantine.ts')).quarantineCommand],
 ];
 
 /** The program with every command, or with only `only` when it names one. */

@@ -3,6 +3,7 @@ import { resolve } from 'node:path';
 import { DEFAULT_RESERVE } from '../budget/rate.ts';
 import { piiSettingsOf } from '../pii/load.ts';
 import type { PiiPolicy } from '../pii/types.ts';
+import { parseContract, type SchemaContract } from '../resources/contract.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
 import type { MemoryBudget } from '../util/memory-budget.ts';
@@ -61,6 +62,8 @@ export interface RunsyncConfig {
   readonly memory: MemoryBudget;
   /** RUNSYNC_PII_POLICY with RUNSYNC_PII_KEY: what is done to personal data before it reaches disk; null: off. */
   readonly pii: PiiPolicy | null;
+  /** RUNSYNC_SCHEMA_CONTRACT: evolve, freeze or discard new and changed members, per resource or table. */
+  readonly contract: SchemaContract;
   /** RUNSYNC_CONNECT_TIMEOUT, RUNSYNC_HEADERS_TIMEOUT, RUNSYNC_BODY_TIMEOUT, RUNSYNC_REQUEST_TIMEOUT. */
   readonly timeouts: Readonly<TimeoutSettings>;
   /** Values no log line may show. */
@@ -283,6 +286,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     storage,
     memory: memoryBudgetOf(env),
     pii: pii.policy,
+    contract: parseContract(env.RUNSYNC_SCHEMA_CONTRACT),
     timeouts: requestTimeouts(env),
   };
   const secrets = [key, redis === null ? null : redisPassword(redis), pii.key, ...storageSecrets].filter(

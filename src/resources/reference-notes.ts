@@ -59,13 +59,26 @@ export const BOOKKEEPING: Readonly<Record<string, BookkeepingNote>> = {
     },
   },
   _sync_rejected: {
-    about: 'Payloads the API sent that break their schema, kept whole (secrets masked) with the reason.',
+    about:
+      'Payloads the API sent that break their schema, kept whole (secrets masked, the personal-data policy applied) with the reason.',
     columns: {
       endpoint: 'The endpoint it came from.',
       record_id: "The record's id, when it had one.",
       fetched_at: 'When it was fetched.',
       reason: 'What is wrong with it.',
       payload: 'The payload, as JSON text.',
+    },
+  },
+  _sync_quarantine: {
+    about:
+      'Records the schema contract kept out of a frozen table, with why; the records are in the raw archive, and `runsync quarantine replay` loads them once the contract lets them in.',
+    columns: {
+      resource: 'The resource the record belongs to (runs, tools…).',
+      record_id: "The record's id.",
+      updated_at: "The record's updated_at, as the API sent it (the latest version kept out).",
+      quarantined_at: 'When it was last kept out.',
+      reasons: 'What the contract refused: a new member, a changed type or a new array, by table and column.',
+      payload_hash: 'MD5 of the payload kept out, as the raw archive holds it (a replay finds it by this).',
     },
   },
   _sync_export_dirty: {

@@ -130,6 +130,11 @@ export class RunUniverse {
    * fields would send them. Null: the spec's members only.
    */
   grownSince: Micros | null = null;
+  /**
+   * When a member the API grew changed type: versions from this time on carry cost_usd as text
+   * ("0.01234 USD") where it was a number. Null: it stays a number.
+   */
+  retypedSince: Micros | null = null;
 
   constructor(
     readonly opts: RunUniverseOptions,
@@ -565,10 +570,10 @@ export class RunUniverse {
       evaluation_attributes,
     };
     const odd = this.hostile(plan) ? hostileDetail(this.opts.seed, plan.index, detail) : detail;
-    return this.grownSince !== null && v.at >= this.grownSince ? this.grown(plan, odd) : odd;
+    return this.grownSince !== null && v.at >= this.grownSince ? this.grown(plan, odd, v.at) : odd;
   }
 
-  private grown(plan: RunPlan, detail: Json): Json {
+  private grown(plan: RunPlan, detail: Json, at: Micros): Json {
     const r = rngFor(this.opts.seed, 'grown', plan.index, 0);
     const steps = (detail.steps as Json[]).map((s, j) => ({
       ...s,
@@ -579,7 +584,9 @@ export class RunUniverse {
       title: title(r),
       score: Math.round(r.logUniform(0.01, 1) * 1000) / 1000,
     }));
-    return { ...detail, cost_usd: Math.round((detail.duration_seconds as number) * 130) / 100_000, steps, citations };
+    const cost = Math.round((detail.duration_seconds as number) * 130) / 100_000;
+    const retyped = this.retypedSince !== null && at >= this.retypedSince;
+    return { ...detail, cost_usd: retyped ? `${cost} USD` : cost, steps, citations };
   }
 
   private step(plan: RunPlan, v: RunVersion, j: number, at: Micros): Json {

@@ -4,6 +4,7 @@ import { loadCatalogListing } from '../warehouse/load-catalog.ts';
 import { insertRejected } from '../warehouse/load-rejected.ts';
 import { loadToolOptions } from '../warehouse/load-tool-options.ts';
 import { maskToolSecrets } from '../warehouse/mask-secrets.ts';
+import type { QuarantinedRecord } from '../warehouse/quarantine.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import type { SyncDeps } from './types.ts';
 
@@ -79,6 +80,7 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
         presentIds: new Set(l.refused.flatMap((x) => (x.recordId === null ? [] : [x.recordId]))),
         bookkeeping: (tx) => keepRefused(tx, l.refused, l.listedAt, wh.maskSecrets),
       });
+      warnQuarantined(deps, l.kind, r.quarantined);
       result.tables[l.kind] = {
         pages: l.pages,
         received: l.objects.length + l.refused.length,
@@ -96,6 +98,7 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
         fetchedAt: o.at,
         bookkeeping: (tx) => keepRefused(tx, o.refused, o.at, wh.maskSecrets),
       });
+      warnQuarantined(deps, 'run_tool_options', r.quarantined);
       result.tables.run_tool_options = {
         pages: 1,
         received: r.received + o.refused.length,
@@ -108,6 +111,14 @@ export async function snapshotCatalog(deps: SyncDeps): Promise<SnapshotResult> {
     }
   });
   return result;
+}
+
+function warnQuarantined(deps: SyncDeps, table: string, kept: readonly QuarantinedRecord[]): void {
+  for (const q of kept)
+    deps.logger.warn(
+      { table, recordId: q.id, reasons: q.reasons },
+      'the schema contract keeps this object out of a frozen table; in _sync_quarantine until it is widened',
+    );
 }
 
 function deny(deps: SyncDeps, result: SnapshotResult, resource: string, e: PermissionError): void {

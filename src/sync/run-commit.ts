@@ -83,6 +83,11 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
   for (const item of items) await (await item.ready).release();
   for (const f of failed)
     deps.logger.warn({ runId: f.id, error: f.error }, 'run detail not fetched; kept for the next pass');
+  for (const q of result.quarantined)
+    deps.logger.warn(
+      { runId: q.id, reasons: q.reasons },
+      'the schema contract keeps this run out of a frozen table; in _sync_quarantine until it is widened and replayed',
+    );
   local.fetched = details.length;
   local.pending = failed.length;
   local.rejected = result.rejected.length + reports.length;
@@ -92,6 +97,7 @@ export async function commitRunItems(deps: SyncDeps, items: readonly RunItem[], 
     updated: result.updated,
     stale: result.stale,
     childRows: result.childRows,
+    quarantined: result.quarantined.length,
   });
 }
 
@@ -147,6 +153,7 @@ function loadDetails(
       stale: first.stale + second.stale,
       duplicates: first.duplicates + second.duplicates,
       rejected: [...first.rejected, ...second.rejected],
+      quarantined: [...first.quarantined, ...second.quarantined],
       childRows: first.childRows + second.childRows,
       createdDates: [...new Set([...first.createdDates, ...second.createdDates])],
     }),

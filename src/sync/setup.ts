@@ -67,6 +67,7 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     lockWaitMs: o.lockWaitMs ?? DEFAULT_LOCK_WAIT_MS,
     schemaEvolution: config.schemaEvolution,
     pii: config.pii,
+    contract: config.contract,
     now,
     signal: o.signal,
     share: config.share,

@@ -66,6 +66,8 @@ export interface StatusReport {
   /** Where the rolling reconciliation stands; null before its first pass, or when it is off. */
   rolling: RollingState | null;
   rejected: number;
+  /** What the schema contract keeps out of frozen tables: by resource, and its reasons, commonest first. */
+  quarantine: { total: number; byResource: Record<string, number>; reasons: { reason: string; records: number }[] };
   walks: WalkSummary[];
   tables: Record<string, number>;
   freshness: { newestRunUpdatedAt: Micros | null; lastFetchedAt: Micros | null; lastCatalogListedAt: Micros | null };
@@ -147,6 +149,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     `SELECT max(epoch_us(updated_at)) AS u, max(epoch_us(fetched_at)) AS f FROM runs`,
   );
   const [rejected] = await db.all<{ c: bigint }>(`SELECT count(*) AS c FROM _sync_rejected`);
+  const quarantine = await quarantineSummary(db);
   const [dirty] = await db.all<{ c: bigint }>(
     `SELECT count(*) AS c FROM (SELECT DISTINCT table_name, created_date FROM _sync_export_dirty)`,
   );
@@ -161,6 +164,7 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     openRuns,
     pending: { total: Number(pending?.c ?? 0), oldestFailedAt: n(pending?.oldest), lastError: pending?.e ?? null },
     rejected: Number(rejected?.c ?? 0),
+    quarantine,
     unloadable: (await unloadableRuns(db)).map(({ id, error }) => ({ id, error })),
     walks: walksOf(state),
     tables,
@@ -317,6 +321,24 @@ async function readTableFreshness(
   for (const t of statusTables(resources.filter((r) => r.table === 'runs')))
     tableFreshness[t] = lastRunsPass ? Number(lastRunsPass.s) : null;
   return tableFreshness;
+}
+
+async function quarantineSummary(db: SqlRunner): Promise<StatusReport['quarantine']> {
+  // A warehouse made with other schema files (tests build older ones) may have no quarantine.
+  const has = await db.all(`SELECT 1 FROM duckdb_tables() WHERE table_name = '_sync_quarantine'`);
+  if (has.length === 0) return { total: 0, byResource: {}, reasons: [] };
+  const by = await db.all<{ r: string; n: bigint }>(
+    `SELECT resource AS r, count(*) AS n FROM _sync_quarantine GROUP BY 1 ORDER BY 1`,
+  );
+  const reasons = await db.all<{ reason: string; n: bigint }>(
+    `SELECT reason, count(*) AS n FROM (SELECT unnest(reasons) AS reason FROM _sync_quarantine)
+     GROUP BY 1 ORDER BY 2 DESC, 1 LIMIT 5`,
+  );
+  return {
+    total: by.reduce((a, r) => a + Number(r.n), 0),
+    byResource: Object.fromEntries(by.map((r) => [r.r, Number(r.n)])),
+    reasons: reasons.map((r) => ({ reason: r.reason, records: Number(r.n) })),
+  };
 }
 
 function earliest(values: readonly (bigint | null)[]): Micros | null {

@@ -94,6 +94,8 @@ export interface RunCounts {
   pending: number;
   /** Records refused (by the schema or the flattening): kept in _sync_rejected. */
   rejected: number;
+  /** Runs the schema contract kept out of a frozen table: in _sync_quarantine. */
+  quarantined: number;
   /** Slices (or pieces of one) listed again from their first page because the API refused a cursor. */
   cursorRestarts: number;
   /** Of those restarts, the ones that halved the piece being read, after repeated refusals. */
@@ -114,6 +116,7 @@ export function emptyRunCounts(): RunCounts {
     childRows: 0,
     pending: 0,
     rejected: 0,
+    quarantined: 0,
     cursorRestarts: 0,
     narrowed: 0,
   };

@@ -18,6 +18,7 @@ export interface WarehouseGateOptions {
   maskSecrets?: boolean;
   schemaEvolution?: boolean;
   pii?: WarehouseOptions['pii'];
+  contract?: WarehouseOptions['contract'];
   memoryLimit?: string;
   /** The process's memory budget: DuckDB's limit and threads for every unit. */
   budget?: MemoryBudget;
@@ -116,6 +117,7 @@ export class WarehouseGate {
     if (o.maskSecrets !== undefined) options.maskSecrets = o.maskSecrets;
     if (o.schemaEvolution !== undefined) options.schemaEvolution = o.schemaEvolution;
     if (o.pii) options.pii = o.pii;
+    if (o.contract) options.contract = o.contract;
     if (o.memoryLimit !== undefined) options.memoryLimit = o.memoryLimit;
     if (o.budget !== undefined) options.budget = o.budget;
     if (o.now !== undefined) options.now = o.now;

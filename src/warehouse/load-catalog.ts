@@ -5,9 +5,21 @@ import type { Micros } from '../util/timestamp.ts';
 import { applyCatalogPlan } from './catalog-apply.ts';
 import { type CatalogPlan, type CurrentVersion, type Listing, planListing } from './catalog-plan.ts';
 import { type PreparedListing, prepareListing } from './catalog-prepare.ts';
+import { safeJsonText } from './json-text.ts';
 import { insertRejected, type RejectedPayload, reasons, rejectedRecords } from './load-rejected.ts';
+import { maskToolSecrets } from './mask-secrets.ts';
+import {
+  anyQuarantined,
+  keptOut,
+  notYetKeptOut,
+  type QuarantinedRecord,
+  quarantine,
+  quarantinedRecords,
+  release,
+  splitByContract,
+} from './quarantine.ts';
 import { evolveSchema } from './schema.ts';
-import { runBookkeeping } from './sql.ts';
+import { quoteIdent, runBookkeeping } from './sql.ts';
 import { getState, setState } from './sync-state.ts';
 import type { Bookkeeping, SqlRunner, Warehouse } from './types.ts';
 
@@ -40,6 +52,8 @@ export interface CatalogLoadResult {
   stale: number;
   duplicates: number;
   rejected: RejectedPayload[];
+  /** Objects the schema contract kept out of a frozen table (in _sync_quarantine). */
+  quarantined: QuarantinedRecord[];
   /** Whether absent objects were marked deleted (complete, not superseded, every id readable). */
   inferredDeletions: boolean;
   /**
@@ -94,9 +108,13 @@ export async function applyListing(
   payloads: readonly unknown[],
   options: ApplyListingOptions,
 ): Promise<CatalogLoadResult> {
-  await evolveSchema(tx, wh, table, observeAll(wh.resource(table), payloads), options.fetchedAt);
+  // A frozen table's objects that need a schema change are kept out, though listed (not deleted).
+  const { accepted, quarantined } = splitByContract(wh, table, payloads);
+  await evolveSchema(tx, wh, table, observeAll(wh.resource(table), accepted), options.fetchedAt);
   const resource = wh.resource(table);
-  const prepared = prepareListing(resource, payloads, wh.maskSecrets);
+  const prepared = prepareListing(resource, accepted, wh.maskSecrets);
+  const kept = quarantined.map(({ payload, ...q }) => keptOut(q, safeJsonText(masked(wh, table, payload))));
+  prepared.unidentified += kept.filter((q) => q.id === null).length;
   const stateKey = catalogListedKey(table);
   const lastComplete = (await getState<number>(tx, stateKey)) ?? null;
   const superseded = lastComplete !== null && options.listedAt < lastComplete;
@@ -104,19 +122,33 @@ export async function applyListing(
   if (options.complete && !complete) {
     wh.logger.warn({ table, superseded, unidentified: prepared.unidentified }, 'listing not used to infer deletions');
   }
-  const present = new Set([...prepared.presentIds, ...(options.presentIds ?? [])]);
+  const present = new Set([
+    ...prepared.presentIds,
+    ...(options.presentIds ?? []),
+    ...kept.flatMap((q) => (q.id === null ? [] : [q.id])),
+  ]);
   const listing: Listing = { objects: prepared.objects, listedAt: options.listedAt, complete, presentIds: present };
   const plan = planListing(await currentVersions(tx, table), listing);
 
   await applyCatalogPlan(tx, resource, plan);
   if (complete) await setState(tx, stateKey, options.listedAt, options.fetchedAt);
   await insertRejected(tx, table, prepared.refused, options.fetchedAt);
+  const newlyKept = await notYetKeptOut(tx, table, kept);
+  await quarantine(tx, table, kept, options.fetchedAt);
+  if (await anyQuarantined(tx, table))
+    await release(
+      tx,
+      table,
+      prepared.objects.map((o) => o.id),
+      (list) => `(SELECT id, updated_at FROM ${quoteIdent(table)} WHERE id IN (${list}))`,
+    );
   const records = listingRecords(prepared, plan, options.listedAt, options.fetchedAt, present);
+  records.push(...quarantinedRecords(newlyKept, options.fetchedAt, options.listedAt));
   const archiveFile = await wh.archive.write(table, records);
 
   const count = (reason: string) => plan.versions.filter((v) => v.reason === reason).length;
   return {
-    received: prepared.objects.length + prepared.refused.length + prepared.duplicates,
+    received: prepared.objects.length + prepared.refused.length + prepared.duplicates + kept.length,
     added: count('new'),
     changed: count('changed'),
     reappeared: count('reappeared'),
@@ -126,10 +158,16 @@ export async function applyListing(
     stale: plan.stale.length,
     duplicates: prepared.duplicates,
     rejected: reasons(prepared.refused),
+    quarantined: kept.map(({ id, updatedAt, reasons }) => ({ id, updatedAt, reasons })),
     inferredDeletions: complete,
     changedAt: lastComplete === null ? [] : plan.versions.map((v) => v.validFrom),
     archiveFile,
   };
+}
+
+/** A catalog object as it may be kept: a tool's secrets masked. */
+function masked(wh: Warehouse, table: CatalogTable, payload: unknown): unknown {
+  return wh.maskSecrets && table === 'tools' ? maskToolSecrets(payload) : payload;
 }
 
 async function currentVersions(tx: SqlRunner, table: CatalogTable): Promise<Map<string, CurrentVersion>> {

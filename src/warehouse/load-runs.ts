@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { setImmediate as yieldToEventLoop } from 'node:timers/promises';
 import { PII_NOTE, piiNote } from '../archive/sink.ts';
 import { ArchiveWriter } from '../archive/writer.ts';
+import { refusalReason, refusedOf } from '../resources/contract.ts';
 import {
   knownNode,
   mergeObserved,
@@ -16,6 +17,19 @@ import { PayloadError } from './flatten-values.ts';
 import { stringMember, toJsonText } from './json-text.ts';
 import { insertRejected, type Refusal, type RejectedPayload, reasons, refusal } from './load-rejected.ts';
 import { transactionWithRoom } from './out-of-memory.ts';
+import {
+  anyQuarantined,
+  identity,
+  type KeptOut,
+  keptOut,
+  keyOf,
+  QUARANTINED,
+  type QuarantinedRecord,
+  quarantine,
+  quarantinedKeys,
+  release,
+} from './quarantine.ts';
+import { storedRuns } from './run-keys.ts';
 import { evolveSchema } from './schema.ts';
 import { runBookkeeping } from './sql.ts';
 import { RunMergeSql } from './stage-runs-sql.ts';
@@ -43,6 +57,8 @@ export interface RunLoadResult {
   /** Payloads superseded by a newer one of the same run in this batch. */
   duplicates: number;
   rejected: RejectedPayload[];
+  /** Payloads the schema contract kept out (in _sync_quarantine and the raw archive). */
+  quarantined: QuarantinedRecord[];
   /** Child rows written (messages, steps, evaluations). */
   childRows: number;
   /** created_date partitions changed. */
@@ -58,6 +74,11 @@ interface Prepared {
   /** MD5 of each archived payload, by its row in the archive file (null for a rejected one). */
   hashes: (string | null)[];
   refused: Refusal[];
+  quarantined: KeptOut[];
+  /** Ids of the payloads that may load: a version of a quarantined run that loads releases it. */
+  loadedIds: string[];
+  /** Of those, the ones not kept out already (the same version fetched again is archived once). */
+  newlyQuarantined: number;
 }
 
 export async function loadRunDetails(
@@ -94,9 +115,20 @@ const YIELD_EVERY = 16;
 async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Micros): Promise<Prepared> {
   // Named by when it is written, so the files sort in the order their merges commit.
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
-  const out: Prepared = { archive, observed: null, valid: 0, hashes: [], refused: [] };
+  const out: Prepared = {
+    archive,
+    observed: null,
+    valid: 0,
+    hashes: [],
+    refused: [],
+    quarantined: [],
+    loadedIds: [],
+    newlyQuarantined: 0,
+  };
   const resource = wh.resource('runs');
-  const known = knownNode(resource);
+  const schema = knownNode(resource);
+  const freeze = wh.contract.freezes('runs');
+  let known: Set<string> | null = null;
   try {
     let i = 0;
     for (const detail of details) {
@@ -104,11 +136,11 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
       // thread to hear that a statement finished and to be handed the next.
       if (++i % YIELD_EVERY === 0) await yieldToEventLoop();
       let text: string;
+      let seen: Observed | null;
       try {
         checkRunDetail(detail, resource);
         text = toJsonText(detail);
-        const seen = observeUnknown(detail, known);
-        if (seen) out.observed = out.observed ? mergeObserved(out.observed, seen) : seen;
+        seen = observeUnknown(detail, schema);
       } catch (e) {
         if (!(e instanceof PayloadError)) throw e;
         const r = refusal(detail, e.message);
@@ -119,7 +151,24 @@ async function prepare(wh: Warehouse, details: readonly unknown[], fetchedAt: Mi
         await archive.append({ kind: 'rejected', id: r.id, updatedAt, fetchedAt, listedAt: null, payload: r.payload });
         continue;
       }
+      const refused = freeze ? refusedOf(wh.contract, resource, seen) : [];
+      if (refused.length) {
+        const kept = keptOut({ ...identity(detail), reasons: refused.map(refusalReason) }, text);
+        out.quarantined.push(kept);
+        out.hashes.push(null);
+        // Read between merges: the handle may be merging the batch before this one.
+        known ??= await wh.serial(() => quarantinedKeys(wh, 'runs'));
+        if (known.has(keyOf(kept))) continue;
+        known.add(keyOf(kept));
+        out.newlyQuarantined++;
+        const { id, updatedAt } = kept;
+        await archive.append({ kind: QUARANTINED, id, updatedAt, fetchedAt, listedAt: null, payload: text });
+        continue;
+      }
+      if (seen) out.observed = out.observed ? mergeObserved(out.observed, seen) : seen;
       out.valid++;
+      const id = stringMember(detail, 'id');
+      if (id !== null) out.loadedIds.push(id);
       // The archive needs the UTF-8 bytes anyway; hashing them here takes the hash off DuckDB's
       // thread, which is the busier side of a load.
       const bytes = Buffer.from(text, 'utf8');
@@ -160,6 +209,7 @@ async function merge(
     stale: 0,
     duplicates: 0,
     rejected: reasons(p.refused),
+    quarantined: p.quarantined.map(({ id, updatedAt, reasons }) => ({ id, updatedAt, reasons })),
     childRows: 0,
     createdDates: [],
     archiveFile: null,
@@ -171,12 +221,22 @@ async function merge(
     Object.assign(result, counts);
   }
   await insertRejected(tx, 'runs', p.refused, fetchedAt);
+  await quarantine(tx, 'runs', p.quarantined, fetchedAt);
+  await releaseRuns(tx, p.loadedIds);
   await runBookkeeping(tx, bookkeeping);
-  if (result.inserted + result.updated + p.refused.length > 0) result.archiveFile = await p.archive.commit();
+  if (result.inserted + result.updated + p.refused.length + p.newlyQuarantined > 0)
+    result.archiveFile = await p.archive.commit();
   else await p.archive.abort();
   if (result.stale)
     wh.logger.debug({ stale: result.stale }, 'run payloads older than the stored ones were not applied');
   return result;
+}
+
+/** Runs kept out whose stored version is now as new as the one kept out. */
+export async function releaseRuns(tx: SqlRunner, ids: readonly string[]): Promise<void> {
+  if (ids.length === 0) return;
+  if (!(await anyQuarantined(tx, 'runs'))) return;
+  await release(tx, 'runs', ids, (list) => storedRuns(list, ['id', 'updated_at']));
 }
 
 export type MergeCounts = Pick<

@@ -5,7 +5,7 @@ import type { Micros } from '../util/timestamp.ts';
 import { appendRows } from './append-rows.ts';
 import { flattenToolOption } from './flatten-catalog.ts';
 import { PayloadError, type Row } from './flatten-values.ts';
-import { canonicalJsonText, toJsonText } from './json-text.ts';
+import { canonicalJsonText, safeJsonText, toJsonText } from './json-text.ts';
 import {
   insertRejected,
   type Refusal,
@@ -14,6 +14,16 @@ import {
   refusal,
   rejectedRecords,
 } from './load-rejected.ts';
+import {
+  anyQuarantined,
+  keptOut,
+  notYetKeptOut,
+  type QuarantinedRecord,
+  quarantine,
+  quarantinedRecords,
+  release,
+  splitByContract,
+} from './quarantine.ts';
 import { evolveSchema } from './schema.ts';
 import { runBookkeeping } from './sql.ts';
 import type { LoadOptions, SqlRunner, Warehouse } from './types.ts';
@@ -27,6 +37,8 @@ export interface ToolOptionsLoadResult {
   changed: boolean;
   stale: boolean;
   rejected: RejectedPayload[];
+  /** Items the schema contract kept out of a frozen table (in _sync_quarantine). */
+  quarantined: QuarantinedRecord[];
   archiveFile: string | null;
 }
 
@@ -53,11 +65,12 @@ export async function applyToolOptions(
   options: readonly unknown[],
   o: ApplyToolOptions,
 ): Promise<Omit<ToolOptionsLoadResult, 'received'>> {
-  await evolveSchema(tx, wh, 'run_tool_options', observeAll(wh.resource('run_tool_options'), options), o.fetchedAt);
+  const { accepted, quarantined } = splitByContract(wh, 'run_tool_options', options, 'tool_name');
+  await evolveSchema(tx, wh, 'run_tool_options', observeAll(wh.resource('run_tool_options'), accepted), o.fetchedAt);
   const resource = wh.resource('run_tool_options');
   const byName = new Map<string, { row: Row; payload: string }>();
   const refused: Refusal[] = [];
-  for (const option of options) {
+  for (const option of accepted) {
     try {
       const row = flattenToolOption(option, resource);
       byName.set(row.tool_name as string, { row, payload: toJsonText(option) });
@@ -67,10 +80,29 @@ export async function applyToolOptions(
     }
   }
   await insertRejected(tx, 'tool-options', refused, o.fetchedAt);
+  const kept = quarantined.map(({ payload, ...q }) => keptOut(q, safeJsonText(payload)));
+  const newlyKept = await notYetKeptOut(tx, 'run_tool_options', kept);
+  await quarantine(tx, 'run_tool_options', kept, o.fetchedAt);
   const items = [...byName.values()];
-  const applied = await replaceList(tx, items, refused.length === 0, o.fetchedAt);
+  // A list with items refused or kept out is not whole: what it lacks is not known to be gone.
+  const whole = refused.length + kept.length === 0;
+  const applied = await replaceList(tx, items, whole, o.fetchedAt);
+  if (await anyQuarantined(tx, 'run_tool_options'))
+    await release(
+      tx,
+      'run_tool_options',
+      items.map((i) => i.row.tool_name as string),
+      (list) =>
+        `(SELECT tool_name AS id, NULL::TIMESTAMPTZ AS updated_at FROM run_tool_options WHERE tool_name IN (${list}))`,
+    );
   const rejected = reasons(refused);
-  if (applied.stale || (!applied.changed && refused.length === 0)) return { ...applied, rejected, archiveFile: null };
+  const result = {
+    ...applied,
+    rejected,
+    quarantined: kept.map(({ id, updatedAt, reasons }) => ({ id, updatedAt, reasons })),
+  };
+  const nothingNew = refused.length === 0 && newlyKept.length === 0;
+  if (applied.stale || (!applied.changed && nothingNew)) return { ...result, archiveFile: null };
   const records: ArchiveRecord[] = items.map((i) => ({
     kind: 'payload',
     id: i.row.tool_name as string,
@@ -80,7 +112,8 @@ export async function applyToolOptions(
     payload: i.payload,
   }));
   records.push(...rejectedRecords(refused, o.fetchedAt, null));
-  return { ...applied, rejected, archiveFile: await wh.archive.write('tool-options', records) };
+  records.push(...quarantinedRecords(newlyKept, o.fetchedAt, null));
+  return { ...result, archiveFile: await wh.archive.write('tool-options', records) };
 }
 
 async function replaceList(

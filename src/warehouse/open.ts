@@ -2,6 +2,7 @@ import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { fileArchive, PII_NOTE, piiNote } from '../archive/sink.ts';
+import { EVOLVE } from '../resources/contract.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { silentLogger } from '../util/logger.ts';
 import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
@@ -143,6 +144,7 @@ function warehouseOf(h: Handle, root: string, options: WarehouseOptions, now: ()
     maskSecrets: options.maskSecrets ?? true,
     schemaEvolution: options.schemaEvolution ?? true,
     pii: options.pii ?? null,
+    contract: options.contract ?? EVOLVE,
     archive: options.archive ?? fileArchive(root, now, { [PII_NOTE]: piiNote(options.pii ?? null) }),
     share: options.share ?? null,
     exportThreads: options.threads ?? h.budget.bulkThreads,

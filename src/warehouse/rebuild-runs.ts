@@ -1,7 +1,9 @@
 import { listValue } from '@duckdb/node-api';
 import { listArchiveFiles } from '../archive/paths.ts';
 import { ArchiveWriter } from '../archive/writer.ts';
+import { refusalReason, refusedChanges } from '../resources/contract.ts';
 import {
+  knownNode,
   mergeObserved,
   type Observed,
   type ObservedJson,
@@ -12,9 +14,10 @@ import { checkRunDetail } from './flatten-run.ts';
 import { PayloadError } from './flatten-values.ts';
 import { inLanes } from './lanes.ts';
 import { insertRejected } from './load-rejected.ts';
-import { OBSERVED_NOTE, stageAndMerge } from './load-runs.ts';
+import { OBSERVED_NOTE, releaseRuns, stageAndMerge } from './load-runs.ts';
 import { CHECKPOINT_THRESHOLD } from './open.ts';
 import { transactionWithRoom } from './out-of-memory.ts';
+import { identity, type KeptOut, keptOut, QUARANTINED, quarantine } from './quarantine.ts';
 import { RunRebuildSql } from './rebuild-runs-sql.ts';
 import { recordRunKeys } from './run-keys.ts';
 import { evolveSchema } from './schema.ts';
@@ -120,7 +123,7 @@ export async function rebuildRuns(
   }
   await wh.run(sql.exportDirty());
   await wh.run(recordRunKeys(`SELECT id, created_date FROM ${quoteIdent(resource.table)}`));
-  await retryRejectedRuns(wh, files, result);
+  await retryKeptRuns(wh, files, result);
 }
 
 /** An INSERT of one table's rows of a range. */
@@ -305,46 +308,67 @@ function* parsedPayloads(rows: readonly { payload: string }[]): Generator<unknow
   for (const r of rows) yield JSON.parse(r.payload) as unknown;
 }
 
-/** Payloads once refused are checked again, so a flattening that now accepts them takes them in. */
-async function retryRejectedRuns(wh: Warehouse, files: readonly string[], result: RunRebuild): Promise<void> {
-  // The kind column alone first: most archives hold no refusals, and their payloads need no reading.
+/**
+ * Payloads once refused are checked again, so a flattening that now accepts them takes them in;
+ * and those the schema contract kept out are judged by the contract in force, so a widened one
+ * lets them in (a later version already stored wins, as in a load).
+ */
+async function retryKeptRuns(wh: Warehouse, files: readonly string[], result: RunRebuild): Promise<void> {
+  // The kind column alone first: most archives hold neither, and their payloads need no reading.
   const [any] = await wh.all<{ n: bigint }>(
-    `SELECT count(*) AS n FROM read_parquet(${fileList(files)}) WHERE kind = 'rejected'`,
+    `SELECT count(*) AS n FROM read_parquet(${fileList(files)}) WHERE kind IN ('rejected', '${QUARANTINED}')`,
   );
   if (Number(any?.n ?? 0) === 0) return;
   const [before] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
-  const rows = await wh.all<{ id: string | null; f: bigint; payload: string }>(
-    `SELECT id, epoch_us(fetched_at) AS f, payload FROM read_parquet(${fileList(files)})
-     WHERE kind = 'rejected' ORDER BY fetched_at`,
+  const rows = await wh.all<{ id: string | null; f: bigint; kind: string; payload: string }>(
+    `SELECT id, epoch_us(fetched_at) AS f, kind, payload FROM read_parquet(${fileList(files)})
+     WHERE kind IN ('rejected', '${QUARANTINED}') ORDER BY fetched_at`,
   );
+  const resource = wh.resource('runs');
+  const known = knownNode(resource);
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
   try {
     const still: { id: string | null; reason: string; payload: string; f: number }[] = [];
+    const kept: { record: KeptOut; f: number }[] = [];
     const accepted: unknown[] = [];
     for (const r of rows) {
+      let detail: unknown;
       try {
-        const detail = JSON.parse(r.payload) as unknown;
-        checkRunDetail(detail, wh.resource('runs'));
-        accepted.push(detail);
-        await archive.append({
-          kind: 'payload',
-          id: r.id,
-          updatedAt: null,
-          fetchedAt: Number(r.f),
-          listedAt: null,
-          payload: r.payload,
-        });
+        detail = JSON.parse(r.payload) as unknown;
+        checkRunDetail(detail, resource);
       } catch (e) {
         if (!(e instanceof PayloadError) && !(e instanceof SyntaxError)) throw e;
         still.push({ id: r.id, reason: e.message, payload: r.payload, f: Number(r.f) });
+        continue;
       }
+      const refused = refusedChanges(wh.contract, resource, known, detail);
+      if (refused.length) {
+        const record = keptOut({ ...identity(detail), reasons: refused.map(refusalReason) }, r.payload);
+        kept.push({ record, f: Number(r.f) });
+        continue;
+      }
+      accepted.push(detail);
+      await archive.append({
+        kind: 'payload',
+        id: r.id,
+        updatedAt: null,
+        fetchedAt: Number(r.f),
+        listedAt: null,
+        payload: r.payload,
+      });
     }
     const path = await archive.finish();
-    const observed = observeAll(wh.resource('runs'), accepted);
+    const observed = observeAll(resource, accepted);
     await wh.transaction(async (tx) => {
       await evolveSchema(tx, wh, 'runs', observed, wh.now());
-      if (archive.rows > still.length) await stageAndMerge(tx, [path], undefined, wh.resource('runs'));
+      if (accepted.length) await stageAndMerge(tx, [path], undefined, wh.resource('runs'));
       for (const s of still) await insertRejected(tx, 'runs', [s], s.f);
+      for (const k of kept) await quarantine(tx, 'runs', [k.record], k.f);
+      // A version kept out that a later one, stored, supersedes is out of quarantine.
+      await releaseRuns(
+        tx,
+        kept.flatMap((k) => (k.record.id === null ? [] : [k.record.id])),
+      );
     });
     result.rejected += still.length;
     const [after] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);

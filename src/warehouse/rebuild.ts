@@ -149,10 +149,18 @@ async function removeStopped(root: string, current: Warehouse): Promise<void> {
 
 // Bookkeeping the archive cannot re-derive: every _sync table (watermarks, cursors, audit, open
 // runs, and whatever later migrations add) is carried over as it is, except the ledgers of
-// migrations and schema changes, which the fresh file has written itself, and where its runs lie,
-// which it derived. Refusals are re-derived for the endpoints the archive keeps, and carried over
-// for any other; export marks are merged, so nothing owed is forgotten.
-const DERIVED = new Set(['_sync_migrations', '_sync_rejected', '_sync_export_dirty', '_sync_schema_changes', RUN_KEYS]);
+// migrations and schema changes, which the fresh file has written itself, where its runs lie and
+// what the schema contract keeps out, which it derived. Refusals are re-derived for the endpoints
+// the archive keeps, and carried over for any other; export marks are merged, so nothing owed is
+// forgotten.
+const DERIVED = new Set([
+  '_sync_migrations',
+  '_sync_rejected',
+  '_sync_quarantine',
+  '_sync_export_dirty',
+  '_sync_schema_changes',
+  RUN_KEYS,
+]);
 
 async function carryBookkeeping(db: Warehouse, policy: PiiPolicy | null): Promise<void> {
   const tables = await db.all<{ t: string }>(

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { listValue } from '@duckdb/node-api';
+import { changedTable } from '../resources/contract.ts';
 import { RESOURCES } from '../resources/registry.ts';
 import { applyChanges, planChanges, type SchemaChange } from '../resources/schema-evolve.ts';
 import type { Observed } from '../resources/schema-observe.ts';
@@ -107,8 +108,9 @@ export async function readResources(db: SqlRunner): Promise<ResourceSpec[]> {
  * Makes a resource hold what was observed of a batch, inside the caller's transaction: new columns
  * (in the history table too), wider types, new child tables, each recorded in the ledger, and the
  * warehouse handle told of the schema in force (forgotten again if the transaction rolls back).
- * With schema evolution off, new members are only recorded as held: they stay in the raw archive,
- * from which `runsync rebuild` fills them once evolution is on.
+ * Where the schema contract discards them (or schema evolution is off), new members are only
+ * recorded as held: they stay in the raw archive, from which `runsync rebuild` fills them once the
+ * contract lets them evolve.
  */
 export async function evolveSchema(
   tx: SqlRunner,
@@ -118,9 +120,18 @@ export async function evolveSchema(
   at: Micros,
 ): Promise<SchemaChange[]> {
   if (observed === null) return [];
-  const planned = planChanges(wh.resource(table), observed);
-  if (planned.length === 0) return [];
-  if (!wh.schemaEvolution) return holdChanges(tx, wh, planned, at);
+  const resource = wh.resource(table);
+  const all = planChanges(resource, observed);
+  if (all.length === 0) return [];
+  // A frozen table's records that need a change were quarantined before they came here: what
+  // reaches it was accepted (a rebuild re-making the columns its loads made), and evolves.
+  const held = all.filter((c) => {
+    const mode = wh.contract.modeOf(table, changedTable(resource, c));
+    return mode === 'discard' || (mode === 'evolve' && !wh.schemaEvolution);
+  });
+  const planned = all.filter((c) => !held.includes(c));
+  const kept = held.length ? await holdChanges(tx, wh, held, at) : [];
+  if (planned.length === 0) return kept;
   const next = applyChanges(wh.resources, planned);
   const evolved = next.find((r) => r.table === table) as ResourceSpec;
   const history = evolved.merge === 'history';
@@ -132,26 +143,53 @@ export async function evolveSchema(
       const type = SQL_TYPE[c.kind as ColumnKind];
       const col = quoteIdent(c.column as string);
       for (const t of targets) {
-        await tx.run(
-          c.change === 'column'
-            ? `ALTER TABLE ${quoteIdent(t)} ADD COLUMN IF NOT EXISTS ${col} ${type}`
-            : `ALTER TABLE ${quoteIdent(t)} ALTER ${col} TYPE ${type}` +
-                (type === 'JSON' ? ` USING to_json(${col})` : ''),
-        );
+        if (c.change === 'widen' && type === 'JSON') await retypeToJson(tx, t, c.column as string);
+        else
+          await tx.run(
+            c.change === 'column'
+              ? `ALTER TABLE ${quoteIdent(t)} ADD COLUMN IF NOT EXISTS ${col} ${type}`
+              : `ALTER TABLE ${quoteIdent(t)} ALTER ${col} TYPE ${type}`,
+          );
       }
     }
     await record(tx, c, c.change, at);
     wh.logger.info(describe(c), MESSAGES[c.change]);
   }
   wh.adoptResources(next);
-  return planned;
+  return [...kept, ...planned];
+}
+
+/**
+ * A column made JSON, its values as JSON of what they were. DuckDB cannot replay `ALTER … TYPE
+ * JSON` from its write-ahead log (opening the file fails until the log is removed), and a load
+ * leaves its log to the next opener: so the table is made again, in the same transaction, with
+ * its columns in their order and its key, and the rows copied over.
+ */
+async function retypeToJson(tx: SqlRunner, table: string, column: string): Promise<void> {
+  const cols = await tableColumns(tx, table);
+  const keys = await tx.all<{ k: string[] }>(
+    `SELECT constraint_column_names AS k FROM duckdb_constraints()
+     WHERE schema_name = 'main' AND table_name = $1 AND constraint_type = 'PRIMARY KEY'`,
+    [table],
+  );
+  const key = keys[0]?.k ?? [];
+  const next = quoteIdent(`${table}__retyped`);
+  const ddl = cols.map(
+    (c) => `${quoteIdent(c.name)} ${c.name === column ? 'JSON' : c.type}${c.nullable === 'NO' ? ' NOT NULL' : ''}`,
+  );
+  if (key.length) ddl.push(`PRIMARY KEY (${key.map(quoteIdent).join(', ')})`);
+  await tx.run(`CREATE TABLE ${next} (${ddl.join(', ')})`);
+  const values = cols.map((c) => (c.name === column ? `to_json(${quoteIdent(c.name)})` : quoteIdent(c.name)));
+  await tx.run(`INSERT INTO ${next} SELECT ${values.join(', ')} FROM ${quoteIdent(table)}`);
+  await tx.run(`DROP TABLE ${quoteIdent(table)}`);
+  await tx.run(`ALTER TABLE ${next} RENAME TO ${quoteIdent(table)}`);
 }
 
 const MESSAGES: Record<SchemaChange['change'], string> = {
   column: 'the API sent a new member; it is now a column',
   widen: 'a column added for a new member was widened to fit a later value',
   'child-table': 'the API sent a new array of objects; it is now a table',
-  held: 'the API sent a new member; schema evolution is off, so it is kept in the raw archive only',
+  held: 'the API sent a new member; the schema contract discards it (or evolution is off): raw archive only',
 };
 
 function describe(c: SchemaChange): Record<string, unknown> {

@@ -1,6 +1,7 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { ArchiveSink } from '../archive/sink.ts';
 import type { PiiPolicy } from '../pii/types.ts';
+import type { SchemaContract } from '../resources/contract.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import type { Logger } from '../util/logger.ts';
@@ -23,6 +24,8 @@ export interface WarehouseOptions {
    * it): archive files note it, and rebuild applies it again to files written under another.
    */
   pii?: PiiPolicy | null;
+  /** RUNSYNC_SCHEMA_CONTRACT: what new and changed members may do to each table (default: evolve). */
+  contract?: SchemaContract;
   /** Where loads keep what changed the warehouse (default: the raw archive under the directory). */
   archive?: ArchiveSink;
   /** The process's memory budget (RUNSYNC_MEMORY_LIMIT); DuckDB's limit and threads come from it. */
@@ -80,6 +83,7 @@ export interface Warehouse extends SqlRunner {
   readonly schemaEvolution: boolean;
   /** The personal-data policy in force (null: off). */
   readonly pii: PiiPolicy | null;
+  readonly contract: SchemaContract;
   /** Where loads keep what changed the warehouse: the raw archive, or nowhere during a replay of it. */
   readonly archive: ArchiveSink;
   /** The group the export gives the Parquet tree and analytics.duckdb to; null: owner only. */

@@ -24,6 +24,10 @@ export function passLines(r: PassResult): string[] {
       lines.push(
         `  kept aside    ${c.pending} detail(s) to fetch again, ${c.rejected} record(s) refused (see _sync_rejected)`,
       );
+    if (c.quarantined)
+      lines.push(
+        `  quarantined   ${c.quarantined} run(s) the schema contract keeps out of frozen tables (see _sync_quarantine)`,
+      );
     const retried = r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : '';
     lines.push(`  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${retried}`);
     if (r.openRunsDeferred > 0)

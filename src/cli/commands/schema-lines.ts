@@ -1,8 +1,10 @@
 import type { SchemaChange } from '../../resources/schema-evolve.ts';
 import { SQL_TYPE } from '../../resources/tables.ts';
+import type { StatusReport } from '../../sync/status.ts';
 
 // What `runsync status` says of schema evolution: the columns and tables new API members became,
-// and the members held in the raw archive only (evolution off), newest last.
+// widened types, the members held in the raw archive only (discarded, or evolution off), newest
+// last; and the records the schema contract keeps out of frozen tables.
 
 const SHOWN = 8;
 
@@ -28,8 +30,20 @@ export function schemaChangeLines(changes: readonly SchemaChange[]): string[] {
   if (evolved.length) lines.push(`new columns   ${evolved.length} from new API members: ${listed(evolved)}`);
   if (held.length)
     lines.push(
-      `held          ${held.length} new API member(s) kept in the raw archive only (RUNSYNC_SCHEMA_EVOLUTION=off): ` +
-        `${listed(held)}; \`runsync rebuild\` with evolution on makes them columns`,
+      `held          ${held.length} new API member(s) kept in the raw archive only (the schema contract discards ` +
+        `them, or RUNSYNC_SCHEMA_EVOLUTION=off): ${listed(held)}; \`runsync rebuild\` under evolve makes them columns`,
     );
   return lines;
+}
+
+export function quarantineLines(q: StatusReport['quarantine']): string[] {
+  if (q.total === 0) return [];
+  const by = Object.entries(q.byResource)
+    .map(([r, n]) => `${r} ${n}`)
+    .join(', ');
+  const why = q.reasons.map((r) => `${r.reason} (${r.records})`).join('; ');
+  return [
+    `quarantined   ${q.total} record(s) the schema contract keeps out of frozen tables (${by}): ${why}; ` +
+      'widen RUNSYNC_SCHEMA_CONTRACT, then `runsync quarantine replay`',
+  ];
 }

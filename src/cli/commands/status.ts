@@ -13,7 +13,7 @@ import { holderText, passHolders } from '../../warehouse/pass-lock.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { workerSettings } from '../../worker/config.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
-import { schemaChangeLines } from './schema-lines.ts';
+import { quarantineLines, schemaChangeLines } from './schema-lines.ts';
 import { rateBudgetLines, withKeyShare } from './status-budget.ts';
 import { scheduleLine } from './status-schedule.ts';
 import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';
@@ -174,6 +174,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
     lines.push(`stuck         ${r.pending.total} run detail(s) to fetch again, ${failing}`);
   }
   if (r.rejected) lines.push(`refused       ${r.rejected} record(s) kept whole in _sync_rejected`);
+  lines.push(...quarantineLines(r.quarantine));
   for (const u of r.unloadable) lines.push(`not loaded    run ${u.id}: ${u.error} (tried again every pass)`);
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
