@@ -5,6 +5,7 @@ COPY package.json package-lock.json tsconfig.json tsconfig.build.json ./
 COPY src ./src
 COPY jobs ./jobs
 COPY schemas ./schemas
+COPY policies ./policies
 COPY bin ./bin
 # npm ci builds dist/ (the prepare script); the check fails the build if it did not.
 RUN npm ci --no-audit --no-fund && test -f dist/src/cli/main.js && npm prune --omit=dev

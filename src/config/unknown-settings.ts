@@ -26,7 +26,7 @@ export function unknownSettingWarnings(env: Env): string[] {
 
 function hint(name: string, settings: readonly string[]): string {
   if (name.endsWith('_FILE') && name.slice(0, -'_FILE'.length) in SETTINGS)
-    return `only ${FILE_VARIANTS.map((n) => `${n}_FILE`).join(', ')} reads its value from a file`;
+    return `only ${FILE_VARIANTS.map((n) => `${n}_FILE`).join(' and ')} read their value from a file`;
   const near = nearest(name, settings);
   return near ? `did you mean ${near}?` : '`runsync --help` lists the settings';
 }
