@@ -1,4 +1,4 @@
-import { type PathState, reached, startState, step } from './paths.ts';
+import type { Live } from './matcher.ts';
 import type { PiiPolicy, PiiRule } from './types.ts';
 
 // A policy applied to one payload, before anything of it reaches disk. Pure: the argument is not
@@ -9,11 +9,6 @@ import type { PiiPolicy, PiiRule } from './types.ts';
 // A value is decided by the earliest rule whose path reaches it or a value around it; a dropped
 // member goes with everything in it.
 
-interface Live {
-  readonly rule: PiiRule;
-  readonly state: PathState;
-}
-
 const DROP = Symbol('drop');
 type Out = unknown | typeof DROP;
 
@@ -22,13 +17,13 @@ export function applyPolicy(policy: PiiPolicy, resource: string, payload: unknow
   const rules = policy.resources.get(resource);
   if (!rules || payload === null || typeof payload !== 'object' || Array.isArray(payload)) return payload;
   let out = payload as Record<string, unknown>;
-  if (rules.root.length) out = applyItem(policy, rules.root, out) as Record<string, unknown>;
-  for (const [member, childRules] of rules.children) {
+  if (rules.root.length) out = applyItem(policy, rules.rootStart, out) as Record<string, unknown>;
+  for (const [member, start] of rules.childStarts) {
     const items = out[member];
     if (!Array.isArray(items)) continue;
     let changed = false;
     const next = items.map((item) => {
-      const v = item !== null && typeof item === 'object' ? applyItem(policy, childRules, item) : item;
+      const v = item !== null && typeof item === 'object' ? applyItem(policy, start, item) : item;
       if (v !== item) changed = true;
       return v;
     });
@@ -37,25 +32,20 @@ export function applyPolicy(policy: PiiPolicy, resource: string, payload: unknow
   return out;
 }
 
-function applyItem(policy: PiiPolicy, rules: readonly PiiRule[], item: object): unknown {
-  const live = rules.map((rule) => ({ rule, state: startState(rule.path) }));
-  const v = walk(policy, item, live, null);
+function applyItem(policy: PiiPolicy, start: Live, item: object): unknown {
+  const v = walk(policy, item, start, null);
   return v === DROP ? item : v;
 }
 
-function walk(policy: PiiPolicy, value: unknown, states: readonly Live[], inherited: PiiRule | null): Out {
-  let decider = inherited;
-  for (const s of states)
-    if (reached(s.rule.path, s.state) && (decider === null || s.rule.order < decider.order)) decider = s.rule;
+function walk(policy: PiiPolicy, value: unknown, live: Live, around: PiiRule | null): Out {
+  const decider = live.decider(around);
   if (decider?.action === 'drop') return DROP;
-  // Only rules earlier than the one deciding can still decide something below.
-  const live = states.filter(
-    (s) => (decider === null || s.rule.order < decider.order) && s.state.some((p) => p < s.rule.path.length),
-  );
   if (value === null || typeof value !== 'object') return decider ? scalar(policy, decider, value) : value;
-  if (live.length === 0) return decider ? whole(policy, decider, value) : value;
+  // Only rules earlier than the one deciding can still decide something below.
+  const on = live.on(decider);
+  if (on.empty) return decider ? whole(policy, decider, value) : value;
   if (Array.isArray(value)) {
-    const next = live.map((s) => ({ rule: s.rule, state: step(s.rule.path, s.state, null) }));
+    const next = on.next(null);
     let changed = false;
     const out: unknown[] = [];
     for (const item of value) {
@@ -66,14 +56,11 @@ function walk(policy: PiiPolicy, value: unknown, states: readonly Live[], inheri
     return changed ? out : value;
   }
   let out: Record<string, unknown> | null = null;
-  for (const [k, v] of Object.entries(value)) {
-    const lower = k.toLowerCase();
-    const next: Live[] = [];
-    for (const s of live) {
-      const state = step(s.rule.path, s.state, lower);
-      if (state.length) next.push({ rule: s.rule, state });
-    }
-    const w = next.length || decider ? walk(policy, v, next, decider) : v;
+  for (const k in value) {
+    if (!Object.hasOwn(value, k)) continue;
+    const v = (value as Record<string, unknown>)[k];
+    const next = on.next(k.toLowerCase());
+    const w = !next.empty || decider ? walk(policy, v, next, decider) : v;
     if (w === v) continue;
     out ??= { ...(value as Record<string, unknown>) };
     if (w === DROP) delete out[k];

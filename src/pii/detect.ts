@@ -45,22 +45,37 @@ export interface Detectors {
   find(text: string): Map<string, number>;
 }
 
+interface Pass {
+  kind: string;
+  check: (text: string) => boolean;
+}
+
 export function createDetectors(custom: readonly CustomPattern[] = []): Detectors {
   const kinds = [...custom.map((c) => c.name), ...BUILTIN_KINDS];
   const placeholders = kinds.map((k) => `\\[${escapeRegExp(k)}\\]`).join('|');
-  // A pass per kind, the policy's first: each skips what is protected (a hashed value, a
-  // placeholder an earlier pass left), so a number one check refuses (not a card) is still looked
-  // at by the next (a phone).
-  const passes = [
+  const passes: (Pass & { source: string })[] = [
     ...custom.map((c) => ({ kind: c.name, source: c.source, check: (_: string) => true })),
     ...BUILTIN_KINDS.map((k) => ({ kind: k, source: SOURCES[k], check: (t: string) => check(k, t) })),
-  ].map((p) => ({ ...p, pattern: new RegExp(`(?<keep>${HASHED}|${placeholders})|${p.source}`, 'gu') }));
-  const quick = custom.length === 0 ? QUICK : null;
-  const run = (text: string, seen: ((kind: string) => void) | null): string => {
-    if (quick && !quick.test(text)) return text;
+  ];
+  const keep = `(?<keep>${HASHED}|${placeholders})`;
+  // One scan of the text, all kinds at once: protected spans first (a hashed value, a
+  // placeholder), then the policy's patterns, then the built-in ones; the first to match at a
+  // place wins. A match its check refuses (a number that is not a card) is looked at again by the
+  // kinds after it, on its own.
+  // An email needs an @, every other built-in kind a digit: a text without them is scanned for
+  // the rest only.
+  const needs = (p: Pass) =>
+    p.kind === 'email' ? AT : (BUILTIN_KINDS as readonly string[]).includes(p.kind) ? DIGIT : 0;
+  const scans = [0, AT, DIGIT, AT | DIGIT].map((has) => {
+    const alternatives = passes.flatMap((p, i) => ((needs(p) & has) === needs(p) ? [`(?<k${i}>${p.source})`] : []));
+    return alternatives.length ? new RegExp([keep, ...alternatives].join('|'), 'gu') : null;
+  });
+  const alone = passes.map((p) => new RegExp(`${keep}|${p.source}`, 'gu'));
+  const again = (text: string, from: number, seen: ((kind: string) => void) | null): string => {
     let out = text;
-    for (const p of passes) {
-      out = out.replace(p.pattern, (match: string, ...args: unknown[]) => {
+    for (let i = from; i < passes.length; i++) {
+      const p = passes[i] as Pass;
+      out = out.replace(alone[i] as RegExp, (match: string, ...args: unknown[]) => {
         const groups = args[args.length - 1] as Record<string, string | undefined>;
         if (groups.keep !== undefined || !p.check(match)) return match;
         seen?.(p.kind);
@@ -68,6 +83,22 @@ export function createDetectors(custom: readonly CustomPattern[] = []): Detector
       });
     }
     return out;
+  };
+  const run = (text: string, seen: ((kind: string) => void) | null): string => {
+    const scan = scans[(text.includes('@') ? AT : 0) | (ANY_DIGIT.test(text) ? DIGIT : 0)];
+    if (!scan) return text;
+    return text.replace(scan, (match: string, ...args: unknown[]) => {
+      const groups = args[args.length - 1] as Record<string, string | undefined>;
+      if (groups.keep !== undefined) return match;
+      for (let i = 0; i < passes.length; i++) {
+        if (groups[`k${i}`] === undefined) continue;
+        const p = passes[i] as Pass;
+        if (!p.check(match)) return again(match, i + 1, seen);
+        seen?.(p.kind);
+        return `[${p.kind}]`;
+      }
+      return match;
+    });
   };
   return {
     kinds,
@@ -80,8 +111,9 @@ export function createDetectors(custom: readonly CustomPattern[] = []): Detector
   };
 }
 
-/** Text that can hold none of the built-in kinds: no @, no run of digits, no colons. */
-const QUICK = /[@\d:]/;
+const AT = 1;
+const DIGIT = 2;
+const ANY_DIGIT = /\d/;
 
 function escapeRegExp(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');

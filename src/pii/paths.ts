@@ -53,46 +53,50 @@ export function parsePath(text: string): Segment[] | string {
     return `unexpected ${JSON.stringify(text[i])} (at ${i + 1}); paths are made of .name, ['name'], [*], .* and ..name`;
   }
   if (out[out.length - 1]?.k === 'deep') return 'a path cannot end with ..';
+  if (out.length > MAX_SEGMENTS) return `a path has at most ${MAX_SEGMENTS} parts`;
   return out;
 }
 
+/** Segments a path may have: its states are the bits of a 32-bit number. */
+export const MAX_SEGMENTS = 30;
+
 /**
- * Where a path stands while a value is walked: the positions in its segments it may be at (a deep
- * segment lets it be at several). Empty: the path can no longer reach anything below.
+ * Where a path stands while a value is walked: a bit for each position in its segments it may be
+ * at (a deep segment lets it be at several); bit `length` set: the path reaches the value. Zero:
+ * it can no longer reach anything below.
  */
-export type PathState = readonly number[];
+export type PathState = number;
 
-/** The states at the root, with a deep segment's zero-level reach followed. */
+/** A deep segment's zero-level reach, followed. */
+function close(path: readonly Segment[], state: PathState): PathState {
+  let out = state;
+  for (let p = 0; p < path.length; p++) if (out & (1 << p) && path[p]?.k === 'deep') out |= 1 << (p + 1);
+  return out;
+}
+
 export function startState(path: readonly Segment[]): PathState {
-  return close(path, [0]);
+  return close(path, 1);
 }
 
-function close(path: readonly Segment[], positions: readonly number[]): number[] {
-  const out = new Set<number>();
-  const add = (p: number) => {
-    if (out.has(p)) return;
-    out.add(p);
-    if (path[p]?.k === 'deep') add(p + 1);
-  };
-  for (const p of positions) add(p);
-  return [...out];
-}
-
-/** The states after stepping into member `name` (lower case) or an array item (`name` null). */
+/** The state after stepping into member `name` (lower case) or an array item (`name` null). */
 export function step(path: readonly Segment[], state: PathState, name: string | null): PathState {
-  const next: number[] = [];
-  for (const p of state) {
-    const seg = path[p];
-    // An array's items stand where the array stands; [*] may also take the step.
-    if (name === null) next.push(p);
-    if (seg === undefined) continue;
-    if (seg.k === 'deep') next.push(p);
-    else if (seg.k === 'any' || (name !== null && seg.name === name)) next.push(p + 1);
+  // An array's items stand where the array stands; [*] may also take the step.
+  let next = name === null ? state : 0;
+  for (let p = 0; p < path.length; p++) {
+    if (!(state & (1 << p))) continue;
+    const seg = path[p] as Segment;
+    if (seg.k === 'deep') next |= 1 << p;
+    else if (seg.k === 'any' || (name !== null && seg.name === name)) next |= 1 << (p + 1);
   }
-  return next.length ? close(path, next) : next;
+  return next === 0 ? 0 : close(path, next);
 }
 
 /** Whether the path reaches the value where it stands. */
 export function reached(path: readonly Segment[], state: PathState): boolean {
-  return state.includes(path.length);
+  return (state & (1 << path.length)) !== 0;
+}
+
+/** Whether the path may still reach something below where it stands. */
+export function goesOn(path: readonly Segment[], state: PathState): boolean {
+  return (state & ((1 << path.length) - 1)) !== 0;
 }

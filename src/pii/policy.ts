@@ -5,7 +5,8 @@ import { RESOURCES } from '../resources/registry.ts';
 import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import { type CustomPattern, createDetectors } from './detect.ts';
 import { createHasher } from './hash.ts';
-import { parsePath, type Segment } from './paths.ts';
+import { Live } from './matcher.ts';
+import { MAX_SEGMENTS, parsePath, type Segment } from './paths.ts';
 import { PII_ACTIONS, type PiiAction, type PiiPolicy, type PiiRule, type ResourceRules } from './types.ts';
 
 // A policy file (YAML or JSON) read and checked against the declared tables: every problem is
@@ -233,6 +234,8 @@ function tableRules(
       const path = parsePath(pathText);
       const a = actionOf(action, at, problems);
       if (typeof path === 'string') problems.push(`${at}: ${path}`);
+      else if (base.length + path.length > MAX_SEGMENTS)
+        problems.push(`${at}: a path has at most ${MAX_SEGMENTS} parts`);
       else if (a) add(name, [...base, ...path], a, `${table}.${name} ${pathText}`);
     }
     return;
@@ -280,13 +283,13 @@ function actionOf(value: unknown, where: string, problems: string[]): PiiAction 
 
 function byResource(rules: readonly PiiRule[]): Map<string, ResourceRules> {
   const targets = tableTargets();
-  const out = new Map<string, { root: PiiRule[]; children: Map<string, PiiRule[]> }>();
+  const grouped = new Map<string, { root: PiiRule[]; children: Map<string, PiiRule[]> }>();
   for (const rule of rules) {
     const t = targets.get(rule.table) as TableTarget;
-    let entry = out.get(t.resource.table);
+    let entry = grouped.get(t.resource.table);
     if (!entry) {
       entry = { root: [], children: new Map() };
-      out.set(t.resource.table, entry);
+      grouped.set(t.resource.table, entry);
     }
     if (t.child === null) entry.root.push(rule);
     else {
@@ -294,6 +297,14 @@ function byResource(rules: readonly PiiRule[]): Map<string, ResourceRules> {
       list.push(rule);
       entry.children.set(t.child.member, list);
     }
+  }
+  const out = new Map<string, ResourceRules>();
+  for (const [table, g] of grouped) {
+    out.set(table, {
+      ...g,
+      rootStart: Live.start(g.root),
+      childStarts: new Map([...g.children].map(([m, r]) => [m, Live.start(r)])),
+    });
   }
   return out;
 }

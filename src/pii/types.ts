@@ -1,5 +1,6 @@
 import type { Detectors } from './detect.ts';
 import type { Hasher } from './hash.ts';
+import type { Live } from './matcher.ts';
 import type { Segment } from './paths.ts';
 
 // A personal-data policy as runsync applies it: for each resource, the rules of its own object
@@ -33,6 +34,10 @@ export interface ResourceRules {
   readonly root: readonly PiiRule[];
   /** Rules of the items of a child array, by the array's member in the payload. */
   readonly children: ReadonlyMap<string, readonly PiiRule[]>;
+  /** Where the root's rules stand at the root (the walk starts there). */
+  readonly rootStart: Live;
+  /** The same for each child array's items. */
+  readonly childStarts: ReadonlyMap<string, Live>;
 }
 
 export interface PiiPolicy {
