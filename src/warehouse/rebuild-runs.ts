@@ -315,15 +315,44 @@ function* parsedPayloads(rows: readonly { payload: string }[]): Generator<unknow
  */
 async function retryKeptRuns(wh: Warehouse, files: readonly string[], result: RunRebuild): Promise<void> {
   // The kind column alone first: most archives hold neither, and their payloads need no reading.
-  const [any] = await wh.all<{ n: bigint }>(
-    `SELECT count(*) AS n FROM read_parquet(${fileList(files)}) WHERE kind IN ('rejected', '${QUARANTINED}')`,
-  );
-  if (Number(any?.n ?? 0) === 0) return;
+  const kept = `kind IN ('rejected', '${QUARANTINED}')`;
+  const [any] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM read_parquet(${fileList(files)}) WHERE ${kept}`);
+  const total = Number(any?.n ?? 0);
+  if (total === 0) return;
   const [before] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
-  const rows = await wh.all<{ id: string | null; f: bigint; kind: string; payload: string }>(
-    `SELECT id, epoch_us(fetched_at) AS f, kind, payload FROM read_parquet(${fileList(files)})
-     WHERE kind IN ('rejected', '${QUARANTINED}') ORDER BY fetched_at`,
-  );
+  // A slice at a time, in the order they were fetched: a quarantine of a long freeze is large.
+  for (let from = 0; from < total; from += RETRY_SLICE) {
+    const rows = await wh.all<KeptRow>(
+      `SELECT id, epoch_us(fetched_at) AS f, payload FROM read_parquet(${fileList(files)}, filename = true)
+       WHERE ${kept} ORDER BY fetched_at, filename, seq LIMIT ${RETRY_SLICE} OFFSET ${from}`,
+    );
+    result.rejected += await retrySlice(wh, rows);
+  }
+  // A version kept out that a later one, loaded by a later slice, supersedes is out of quarantine.
+  await wh.transaction(async (tx) => {
+    const ids = await tx.all<{ id: string }>(
+      `SELECT record_id AS id FROM _sync_quarantine WHERE resource = 'runs' AND record_id IS NOT NULL`,
+    );
+    await releaseRuns(
+      tx,
+      ids.map((r) => r.id),
+    );
+  });
+  const [after] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
+  result.runs += Number(after?.n ?? 0) - Number(before?.n ?? 0);
+}
+
+/** Archive rows read back at a time by retryKeptRuns. */
+const RETRY_SLICE = 500;
+
+interface KeptRow {
+  id: string | null;
+  f: bigint;
+  payload: string;
+}
+
+/** One slice of kept rows judged again and loaded; how many are still refused. */
+async function retrySlice(wh: Warehouse, rows: readonly KeptRow[]): Promise<number> {
   const resource = wh.resource('runs');
   const known = knownNode(resource);
   const archive = await ArchiveWriter.open(wh.dir, 'runs', wh.now());
@@ -364,15 +393,8 @@ async function retryKeptRuns(wh: Warehouse, files: readonly string[], result: Ru
       if (accepted.length) await stageAndMerge(tx, [path], undefined, wh.resource('runs'));
       for (const s of still) await insertRejected(tx, 'runs', [s], s.f);
       for (const k of kept) await quarantine(tx, 'runs', [k.record], k.f);
-      // A version kept out that a later one, stored, supersedes is out of quarantine.
-      await releaseRuns(
-        tx,
-        kept.flatMap((k) => (k.record.id === null ? [] : [k.record.id])),
-      );
     });
-    result.rejected += still.length;
-    const [after] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs`);
-    result.runs += Number(after?.n ?? 0) - Number(before?.n ?? 0);
+    return still.length;
   } finally {
     await archive.abort();
   }
