@@ -29,7 +29,9 @@ describe('settings runsync does not read', () => {
     expect(about('RUNSYNC_API_KEY_FLIE')).toMatch(/did you mean RUNSYNC_API_KEY_FILE\?$/);
     expect(about('RUNSYNC_QUEUE_PERFIX')).toMatch(/did you mean RUNSYNC_QUEUE_PREFIX\?$/);
     expect(about('RUNSYNC_ZZZZZZZZZZZZ')).toMatch(/runsync --help` lists the settings$/);
-    expect(about('RUNSYNC_LOOKBACK_FILE')).toMatch(/only RUNSYNC_API_KEY_FILE and RUNSYNC_PII_KEY_FILE read their value from a file/);
+    expect(about('RUNSYNC_LOOKBACK_FILE')).toMatch(
+      /only RUNSYNC_API_KEY_FILE and RUNSYNC_PII_KEY_FILE read their value from a file/,
+    );
   });
 
   it('every setting, the key file and names of other tools are left alone', () => {
