@@ -1,15 +1,15 @@
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { DEFAULT_RESERVE } from '../budget/rate.ts';
-import { piiSettingsOf } from '../pii/load.ts';
 import type { PiiPolicy } from '../pii/types.ts';
-import { parseContract, type SchemaContract } from '../resources/contract.ts';
+import { CONTRACT_SETTING, ContractError, parseContract, type SchemaContract } from '../resources/contract.ts';
 import type { ShareGroup } from '../util/file-share.ts';
 import { createLogger, type Logger, type LoggerOptions } from '../util/logger.ts';
 import type { MemoryBudget } from '../util/memory-budget.ts';
 import { type Micros, parseDuration, parseTimestamp } from '../util/timestamp.ts';
 import { ConfigError } from './error.ts';
 import { memoryBudgetOf } from './memory.ts';
+import { piiSettingsOf } from './pii.ts';
 import { shareGroup } from './share.ts';
 import { type StorageConfig, storageConfig } from './storage.ts';
 import { DEFAULT_TIMEOUTS, type TimeoutSettings } from './timeouts.ts';
@@ -286,7 +286,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     storage,
     memory: memoryBudgetOf(env),
     pii: pii.policy,
-    contract: parseContract(env.RUNSYNC_SCHEMA_CONTRACT),
+    contract: schemaContract(env),
     timeouts: requestTimeouts(env),
   };
   const secrets = [key, redis === null ? null : redisPassword(redis), pii.key, ...storageSecrets].filter(
@@ -295,6 +295,16 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
   // Not enumerable, like the key itself: a config written out or logged shows neither.
   Object.defineProperty(config, 'secrets', { value: Object.freeze(secrets), enumerable: false });
   return Object.freeze(config) as RunsyncConfig;
+}
+
+/** RUNSYNC_SCHEMA_CONTRACT, every problem a line naming the setting. */
+export function schemaContract(env: Env): SchemaContract {
+  try {
+    return parseContract(env.RUNSYNC_SCHEMA_CONTRACT);
+  } catch (e) {
+    if (!(e instanceof ContractError)) throw e;
+    throw new ConfigError(CONTRACT_SETTING, e.problems.join(`\n${CONTRACT_SETTING}: `));
+  }
 }
 
 function redisPassword(raw: string): string | null {

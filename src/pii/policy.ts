@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import { load } from 'js-yaml';
-import { ConfigError } from '../config/error.ts';
 import { RESOURCES } from '../resources/registry.ts';
 import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import { type CustomPattern, createDetectors } from './detect.ts';
@@ -10,7 +9,8 @@ import { MAX_SEGMENTS, parsePath, type Segment } from './paths.ts';
 import { PII_ACTIONS, type PiiAction, type PiiPolicy, type PiiRule, type ResourceRules } from './types.ts';
 
 // A policy file (YAML or JSON) read and checked against the declared tables: every problem is
-// reported, one line each, naming the setting, the file and where in it. The file:
+// reported, one line each, naming the file and where in it (config/pii.ts adds the setting). The
+// file:
 //
 //   patterns:                 # optional: more for redact, by the placeholder they leave
 //     order_number: 'ORD-[0-9]{6,}'
@@ -53,7 +53,18 @@ function tableTargets(): Map<string, TableTarget> {
   return out;
 }
 
-/** Parses and checks policy text; throws a ConfigError listing every problem. */
+/** What is wrong with a policy, one line each, starting with where the policy came from. */
+export class PolicyError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('\n'));
+  }
+
+  override get name(): string {
+    return 'PolicyError';
+  }
+}
+
+/** Parses and checks policy text; throws a PolicyError listing every problem. */
 export function parsePolicy(text: string, options: CompileOptions): PiiPolicy {
   let doc: unknown;
   try {
@@ -68,8 +79,8 @@ export function parsePolicy(text: string, options: CompileOptions): PiiPolicy {
   return policy as PiiPolicy;
 }
 
-function policyError(source: string, problems: readonly string[]): ConfigError {
-  return new ConfigError(POLICY_SETTING, problems.map((p) => `${source}: ${p}`).join(`\n${POLICY_SETTING}: `));
+function policyError(source: string, problems: readonly string[]): PolicyError {
+  return new PolicyError(problems.map((p) => `${source}: ${p}`));
 }
 
 function isRecord(v: unknown): v is Record<string, unknown> {

@@ -1,4 +1,3 @@
-import { ConfigError } from '../config/error.ts';
 import { RESOURCES } from './registry.ts';
 import { planChanges, type SchemaChange } from './schema-evolve.ts';
 import type { KnownNode, Observed } from './schema-observe.ts';
@@ -45,6 +44,17 @@ function contractOf(text: string, fallback: ContractMode, named: ReadonlyMap<str
   };
 }
 
+/** What is wrong with a contract's text, one line per entry (config/env.ts adds the setting). */
+export class ContractError extends Error {
+  constructor(readonly problems: readonly string[]) {
+    super(problems.join('\n'));
+  }
+
+  override get name(): string {
+    return 'ContractError';
+  }
+}
+
 /** RUNSYNC_SCHEMA_CONTRACT: `evolve`, `freeze`, `discard`, or entries such as `freeze,runs=evolve,run_steps=discard`. */
 export function parseContract(raw: string | null | undefined): SchemaContract {
   const text = raw?.trim() ?? '';
@@ -69,7 +79,7 @@ export function parseContract(raw: string | null | undefined): SchemaContract {
       problems.push(`${entry}: ${name} is given twice`);
     } else named.set(name, mode as ContractMode);
   }
-  if (problems.length) throw new ConfigError(CONTRACT_SETTING, problems.join(`\n${CONTRACT_SETTING}: `));
+  if (problems.length) throw new ContractError(problems);
   return contractOf(text, fallback ?? 'evolve', named);
 }
 

@@ -1,13 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../src/config/error.ts';
+import { piiSettingsOf } from '../../src/config/index.ts';
 import {
   applyPolicy,
   createDetectors,
   defaultPolicyFile,
   isHashed,
+  PolicyError,
   parsePolicy,
-  piiSettingsOf,
 } from '../../src/pii/index.ts';
 import { runDetail } from '../warehouse/run-fixture.ts';
 
@@ -19,8 +19,8 @@ function problemsOf(text: string, key: Buffer | null = KEY): string[] {
   try {
     policyOf(text, key);
   } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError);
-    return (e as Error).message.split('\n');
+    expect(e).toBeInstanceOf(PolicyError);
+    return [...(e as PolicyError).problems];
   }
   return [];
 }
@@ -215,28 +215,28 @@ describe('a policy file', () => {
       ].join('\n'),
     );
     expect(lines).toEqual([
-      'RUNSYNC_PII_POLICY: test.yaml: extra: not a policy member (tables, patterns)',
-      'RUNSYNC_PII_POLICY: test.yaml: patterns.email: is built in already',
-      'RUNSYNC_PII_POLICY: test.yaml: patterns.Bad: a name is lower-case letters, digits and _',
-      'RUNSYNC_PII_POLICY: test.yaml: patterns.empty: matches empty text',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.trigger_customer_nam: no such column in runs; did you mean trigger_customer_name?',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.id: is a key or a member every row needs; a policy cannot change it',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.duration_seconds: redact is for text and JSON columns; duration_seconds is double (keep or drop it)',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.trigger_message_text: must be keep, hash, redact or drop, not "scramble"',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.$..email: at table level a path starts with a member ($.name…); name columns for the rest',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.$.conversation.user_name: reaches the items of run_messages; give its rules under tables.run_messages',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.runs.ticket_title: rules by path are for JSON columns; ticket_title is text',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.run_stepz: no such table; did you mean run_steps?',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.tools_history: name tools; its history follows it',
-      'RUNSYNC_PII_POLICY: test.yaml: tables.run_steps.tool_output.$.a[: unexpected "[" (at 4); paths are made of .name, [\'name\'], [*], .* and ..name',
+      'test.yaml: extra: not a policy member (tables, patterns)',
+      'test.yaml: patterns.email: is built in already',
+      'test.yaml: patterns.Bad: a name is lower-case letters, digits and _',
+      'test.yaml: patterns.empty: matches empty text',
+      'test.yaml: tables.runs.trigger_customer_nam: no such column in runs; did you mean trigger_customer_name?',
+      'test.yaml: tables.runs.id: is a key or a member every row needs; a policy cannot change it',
+      'test.yaml: tables.runs.duration_seconds: redact is for text and JSON columns; duration_seconds is double (keep or drop it)',
+      'test.yaml: tables.runs.trigger_message_text: must be keep, hash, redact or drop, not "scramble"',
+      'test.yaml: tables.runs.$..email: at table level a path starts with a member ($.name…); name columns for the rest',
+      'test.yaml: tables.runs.$.conversation.user_name: reaches the items of run_messages; give its rules under tables.run_messages',
+      'test.yaml: tables.runs.ticket_title: rules by path are for JSON columns; ticket_title is text',
+      'test.yaml: tables.run_stepz: no such table; did you mean run_steps?',
+      'test.yaml: tables.tools_history: name tools; its history follows it',
+      'test.yaml: tables.run_steps.tool_output.$.a[: unexpected "[" (at 4); paths are made of .name, [\'name\'], [*], .* and ..name',
     ]);
   });
 
   it('needs the key when it hashes, and says so without it', () => {
     expect(problemsOf('tables:\n  runs:\n    trigger_customer_name: hash\n', null)).toEqual([
-      'RUNSYNC_PII_POLICY: test.yaml: hashes runs.trigger_customer_name, but RUNSYNC_PII_KEY (or RUNSYNC_PII_KEY_FILE) is not set; give a secret of at least 16 characters',
+      'test.yaml: hashes runs.trigger_customer_name, but RUNSYNC_PII_KEY (or RUNSYNC_PII_KEY_FILE) is not set; give a secret of at least 16 characters',
     ]);
-    expect(problemsOf('tables: [1, 2')[0]).toMatch(/^RUNSYNC_PII_POLICY: test\.yaml: is not YAML or JSON: /);
+    expect(problemsOf('tables: [1, 2')[0]).toMatch(/^test\.yaml: is not YAML or JSON: /);
     expect(problemsOf('{"tables": {"runs": {"ticket_title": "redact"}}}')).toEqual([]);
   });
 
@@ -247,6 +247,15 @@ describe('a policy file', () => {
     expect(chosen.policy?.source).toBe('default');
     expect(() => piiSettingsOf({ RUNSYNC_PII_POLICY: 'default', RUNSYNC_PII_KEY: 'short-secret' })).toThrow(
       'RUNSYNC_PII_KEY: the key must be at least 16 characters (a random secret)',
+    );
+    // Through the setting, each problem is a line that names it.
+    const bad = { RUNSYNC_PII_POLICY: 'policy.yaml', RUNSYNC_PII_KEY: 'k'.repeat(20) };
+    const text = 'tables:\n  runs:\n    id: hash\n    nope: drop\n';
+    expect(() => piiSettingsOf(bad, { cwd: '/p', readFile: () => text })).toThrow(
+      [
+        'RUNSYNC_PII_POLICY: /p/policy.yaml: tables.runs.id: is a key or a member every row needs; a policy cannot change it',
+        'RUNSYNC_PII_POLICY: /p/policy.yaml: tables.runs.nope: no such column in runs',
+      ].join('\n'),
     );
     expect(() => piiSettingsOf({ RUNSYNC_PII_POLICY: '/nowhere/policy.yaml' })).toThrow(
       'RUNSYNC_PII_POLICY: cannot read /nowhere/policy.yaml (ENOENT); give off, default or a policy file',

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { statusLines } from '../../src/cli/commands/status.ts';
+import { schemaContract } from '../../src/config/index.ts';
 import { parseContract } from '../../src/resources/contract.ts';
 import type { Simulator } from '../../src/simulator/index.ts';
 import { type PassResult, runPass } from '../../src/sync/index.ts';
@@ -218,7 +219,9 @@ describe('schema contracts', () => {
   });
 
   it('says what is wrong with the setting, one line each', () => {
-    expect(() => parseContract('freez, runs=evolve, run_stepz=discard, runs=freeze')).toThrow(
+    expect(() =>
+      schemaContract({ RUNSYNC_SCHEMA_CONTRACT: 'freez, runs=evolve, run_stepz=discard, runs=freeze' }),
+    ).toThrow(
       [
         'RUNSYNC_SCHEMA_CONTRACT: freez: the mode must be evolve, freeze or discard',
         'RUNSYNC_SCHEMA_CONTRACT: run_stepz=discard: no table run_stepz; name one of runs, run_messages, run_steps, run_evaluations, run_tool_options, tools, tool_parameters, agents, guidelines, guardrails, runbooks',

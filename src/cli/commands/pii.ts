@@ -1,9 +1,8 @@
 import { join } from 'node:path';
 import { Command, InvalidArgumentError } from 'commander';
-import { memoryBudgetOf } from '../../config/index.ts';
-import { checkWarehouse, type PiiCheckReport } from '../../pii/check.ts';
-import { piiSettingsOf } from '../../pii/load.ts';
+import { memoryBudgetOf, piiSettingsOf } from '../../config/index.ts';
 import { withWarehouse } from '../../warehouse/open.ts';
+import { checkWarehouse, type PiiCheckReport } from '../../warehouse/pii-check.ts';
 import { DB_FILE } from '../../warehouse/types.ts';
 import { type CliContext, EXIT_FAILED, EXIT_OK } from '../context.ts';
 import { unreadable, warehouseDirFrom } from './warehouse-dir.ts';

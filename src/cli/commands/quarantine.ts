@@ -1,9 +1,14 @@
 import { Command } from 'commander';
-import { memoryBudgetOf, prepareWarehouseDir, shareGroup, storageConfig } from '../../config/index.ts';
+import {
+  memoryBudgetOf,
+  piiSettingsOf,
+  prepareWarehouseDir,
+  schemaContract,
+  shareGroup,
+  storageConfig,
+} from '../../config/index.ts';
 import { exportParquet } from '../../export/parquet.ts';
 import { openParquetTarget } from '../../export/target.ts';
-import { piiSettingsOf } from '../../pii/load.ts';
-import { parseContract } from '../../resources/contract.ts';
 import { createLogger } from '../../util/logger.ts';
 import { withWarehouse } from '../../warehouse/open.ts';
 import { withPassLock } from '../../warehouse/pass-lock.ts';
@@ -24,7 +29,7 @@ export function quarantineCommand(ctx: CliContext, setExit: (code: number) => vo
     .option('--no-export', 'do not bring the Parquet tree up to date afterwards')
     .action(async (o: { export: boolean }) => {
       const dir = warehouseDirFrom(ctx.env);
-      const contract = parseContract(ctx.env.RUNSYNC_SCHEMA_CONTRACT);
+      const contract = schemaContract(ctx.env);
       const pii = piiSettingsOf(ctx.env);
       const share = shareGroup(ctx.env);
       const storage = storageConfig(ctx.env, dir);

@@ -2,10 +2,16 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { ARCHIVE_ENDPOINTS, listArchiveFiles, rawDir } from '../../archive/paths.ts';
-import { memoryBudgetOf, prepareWarehouseDir, progressEvery, shareGroup, storageConfig } from '../../config/index.ts';
+import {
+  memoryBudgetOf,
+  piiSettingsOf,
+  prepareWarehouseDir,
+  progressEvery,
+  shareGroup,
+  storageConfig,
+} from '../../config/index.ts';
 import { exportParquet } from '../../export/parquet.ts';
 import { openParquetTarget } from '../../export/target.ts';
-import { piiSettingsOf } from '../../pii/load.ts';
 import { sayStillWorking } from '../../sync/progress.ts';
 import { createLogger } from '../../util/logger.ts';
 import { withWarehouse } from '../../warehouse/open.ts';

@@ -1,9 +1,9 @@
+import { createDetectors, type Detectors } from '../pii/detect.ts';
+import { protectedColumn } from '../pii/policy.ts';
+import type { PiiPolicy } from '../pii/types.ts';
 import type { ResourceSpec } from '../resources/types.ts';
-import { quoteIdent } from '../util/sql-text.ts';
-import type { SqlRunner } from '../warehouse/types.ts';
-import { createDetectors, type Detectors } from './detect.ts';
-import { protectedColumn } from './policy.ts';
-import type { PiiPolicy } from './types.ts';
+import { quoteIdent } from './sql.ts';
+import type { SqlRunner } from './types.ts';
 
 // `runsync pii check`: a sample of every text and JSON column of the resource tables, read for what
 // looks like personal data (the detectors redact uses). What the policy redacted or hashed no longer

@@ -1,9 +1,9 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { ConfigError } from '../config/error.ts';
-import { KEY_SETTING, POLICY_SETTING, parsePolicy } from './policy.ts';
-import type { PiiPolicy } from './types.ts';
+import { defaultPolicyFile } from '../pii/default-file.ts';
+import { KEY_SETTING, POLICY_SETTING, PolicyError, parsePolicy } from '../pii/policy.ts';
+import type { PiiPolicy } from '../pii/types.ts';
+import { ConfigError } from './error.ts';
 
 // RUNSYNC_PII_POLICY: off (the default), `default` for the policy runsync ships
 // (policies/pii-default.yaml), or the path of a policy file. RUNSYNC_PII_KEY, or
@@ -13,15 +13,6 @@ type Env = Readonly<Record<string, string | undefined>>;
 
 export const DEFAULT_POLICY_NAME = 'default';
 const MIN_KEY_LENGTH = 16;
-
-/** The shipped default policy file, from src/pii/ in the sources or dist/src/pii/ once built. */
-export function defaultPolicyFile(): string {
-  for (const up of ['../../policies/', '../../../policies/']) {
-    const file = fileURLToPath(new URL(`${up}pii-default.yaml`, import.meta.url));
-    if (existsSync(file)) return file;
-  }
-  throw new ConfigError(POLICY_SETTING, 'cannot find the default policy (policies/pii-default.yaml) beside runsync');
-}
 
 export interface PiiSettings {
   readonly policy: PiiPolicy | null;
@@ -49,7 +40,12 @@ export function piiSettingsOf(
     );
   }
   const source = raw === DEFAULT_POLICY_NAME ? DEFAULT_POLICY_NAME : file;
-  return { policy: parsePolicy(text, { key: key === null ? null : Buffer.from(key, 'utf8'), source }), key };
+  try {
+    return { policy: parsePolicy(text, { key: key === null ? null : Buffer.from(key, 'utf8'), source }), key };
+  } catch (e) {
+    if (!(e instanceof PolicyError)) throw e;
+    throw new ConfigError(POLICY_SETTING, e.problems.join(`\n${POLICY_SETTING}: `));
+  }
 }
 
 function readKey(env: Env, readFile: (path: string) => string): string | null {
