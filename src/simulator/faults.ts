@@ -19,6 +19,18 @@ export interface FaultConfig {
   hangRate: number;
   /** 200 whose body stops half-way and then stays silent, the connection open. */
   stallRate: number;
+  /**
+   * Chance of a 429 unrelated to the key's rate, as a gateway shedding load sends: not counted in
+   * any bucket, with a Retry-After of spurious429MinSeconds to spurious429MaxSeconds.
+   */
+  spurious429Rate: number;
+  spurious429MinSeconds: number;
+  spurious429MaxSeconds: number;
+  /**
+   * Whether those 429s carry X-RateLimit-* (the key's bucket as it stands, Remaining often well
+   * above zero); by default only Retry-After, as a gateway that never asked the limiter sends.
+   */
+  spurious429Figures: boolean;
   /** Chance of an extra delay between latencyMinMs and latencyMaxMs. */
   latencyRate: number;
   latencyMinMs: number;
@@ -39,6 +51,10 @@ export const NO_FAULTS: FaultConfig = {
   truncatedRate: 0,
   hangRate: 0,
   stallRate: 0,
+  spurious429Rate: 0,
+  spurious429MinSeconds: 1,
+  spurious429MaxSeconds: 2,
+  spurious429Figures: false,
   latencyRate: 0,
   latencyMinMs: 50,
   latencyMaxMs: 1500,
@@ -55,13 +71,16 @@ export type FaultAction =
   | 'malformed'
   | 'truncated'
   | 'hang'
-  | 'stall';
+  | 'stall'
+  | 'spurious_429';
 
 export interface FaultDecision {
   delayMs: number;
   action: FaultAction;
   /** For server errors: which status. */
   status: number;
+  /** For spurious 429s: the Retry-After, whole seconds. */
+  retryAfter?: number;
 }
 
 export class SimFaults {
@@ -117,6 +136,12 @@ export class SimFaults {
     if (r < edge) return { delayMs, action: 'hang', status: 0 };
     edge += c.stallRate;
     if (r < edge) return { delayMs, action: 'stall', status: 200 };
+    edge += c.spurious429Rate;
+    if (r < edge) {
+      const low = Math.max(1, Math.round(c.spurious429MinSeconds));
+      const retryAfter = this.rng.int(low, Math.max(low, Math.round(c.spurious429MaxSeconds)));
+      return { delayMs, action: 'spurious_429', status: 429, retryAfter };
+    }
     return { delayMs, action: 'none', status: 200 };
   }
 }

@@ -10,8 +10,14 @@
 // - gcra: the generic cell rate algorithm (as in redis-cell or Rails' rack-attack throttles):
 //   a theoretical arrival time moved on by one emission interval per request; Reset = when it
 //   would allow a full burst again.
+// Models backed by rate-limit libraries from npm are in limiters-libraries.ts.
 
-export const RATE_MODELS = ['fixed', 'sliding', 'bucket-full-at', 'bucket-next-token', 'gcra'] as const;
+import { LIBRARY_RATE_MODELS } from './limiters-libraries.ts';
+
+/** The models written here: they can be asked about any instant, so they run on a manual clock too. */
+export const OWN_RATE_MODELS = ['fixed', 'sliding', 'bucket-full-at', 'bucket-next-token', 'gcra'] as const;
+export type OwnRateModel = (typeof OWN_RATE_MODELS)[number];
+export const RATE_MODELS = [...OWN_RATE_MODELS, ...LIBRARY_RATE_MODELS] as const;
 export type RateModel = (typeof RATE_MODELS)[number];
 
 export interface LimiterSpec {
@@ -170,7 +176,7 @@ class Gcra implements Limiter {
   }
 }
 
-export function createLimiter(spec: LimiterSpec): Limiter {
+export function createLimiter(spec: LimiterSpec & { model: OwnRateModel }): Limiter {
   switch (spec.model) {
     case 'fixed':
       return new FixedWindow(spec);

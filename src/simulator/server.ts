@@ -128,6 +128,7 @@ export async function startSimulator(options: SimulatorOptions = {}): Promise<Si
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
+        rateLimiter.close();
         server.close(() => resolve());
       }),
   };
@@ -234,9 +235,10 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   const fault = ctx.faults.decide(endpoint, keyId, started);
   if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
   if (answeredByFault(ex, req, fault)) return;
+  if (fault.action === 'spurious_429') return refuseSpuriously(ex, fault.retryAfter ?? 1, auth, endpoint);
   if (!auth.ok) return ex.fail(401, 'unauthenticated', UNAUTHENTICATED[auth.reason]);
   if (refusedForBurst(ex, auth.keyId)) return;
-  const rate = ctx.rateLimiter.check(auth.keyId, auth.org, endpoint, started);
+  const rate = await ctx.rateLimiter.decide(auth.keyId, auth.org, endpoint, started);
   if (rate && !rate.allowed) {
     const headers = { 'Retry-After': String(rate.retryAfter), ...rateHeaders(rate, offsetMs) };
     return ex.fail(429, 'rate_limited', `rate limit exceeded; retry in ${rate.retryAfter}s`, headers, rate.retryAfter);
@@ -337,6 +339,20 @@ function refusedForBurst(ex: Exchange, keyId: string): boolean {
   };
   ex.fail(429, 'rate_limited', `rate limit exceeded; retry in ${burst}s`, headers, burst);
   return true;
+}
+
+/**
+ * A 429 a gateway in front sent while shedding load: before the key is checked, counted in no
+ * bucket. With figures on, it carries the key's bucket as it stands.
+ */
+async function refuseSpuriously(ex: Exchange, retryAfter: number, auth: AuthResult, endpoint: string): Promise<void> {
+  const { ctx } = ex;
+  const figures =
+    ctx.faults.config.spurious429Figures && auth.ok
+      ? await ctx.rateLimiter.peek(auth.keyId, auth.org, endpoint, ex.started)
+      : null;
+  const headers = { 'Retry-After': String(retryAfter), ...(figures ? rateHeaders(figures, ex.offsetMs) : {}) };
+  ex.fail(429, 'rate_limited', `too many requests; retry in ${retryAfter}s`, headers, retryAfter);
 }
 
 /** The endpoint's answer, or what a fault makes of its body (cut, stalled, malformed). */

@@ -12,6 +12,9 @@ export interface RateFlags {
   rateOrg: number;
   rateEndpoint?: Record<string, number>;
   rateNeighbour: number;
+  /** Mean size of the neighbour's bursts; 0: evenly paced. */
+  rateNeighbourBurst: number;
+  rateNeighbourSeed: number;
 }
 
 export function rateModel(v: string): RateModel {
@@ -50,5 +53,6 @@ export function rateLimitConfig(o: RateFlags): Partial<RateLimitConfig> {
     perOrg: o.rateOrg > 0 ? bucket(o.rateOrg) : null,
     perEndpoint: Object.fromEntries(Object.entries(o.rateEndpoint ?? {}).map(([k, v]) => [k, bucket(v)])),
     neighbourPerSecond: o.rateNeighbour,
+    neighbourBursts: o.rateNeighbourBurst > 0 ? { meanSize: o.rateNeighbourBurst, seed: o.rateNeighbourSeed } : null,
   };
 }

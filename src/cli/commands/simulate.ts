@@ -14,6 +14,7 @@ const FAULT_NAMES: Record<string, keyof FaultConfig> = {
   truncated: 'truncatedRate',
   hang: 'hangRate',
   stall: 'stallRate',
+  spurious429: 'spurious429Rate',
 };
 
 export function parseFaults(text: string): Partial<FaultConfig> {
@@ -89,10 +90,18 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
     .option('--rate-endpoint <list>', 'buckets of single endpoints, e.g. runs.get=10,runs.list=5', endpointLimits)
     .option('--rate-neighbour <n>', 'requests per second another consumer takes from the organization', nonNegative, 0)
     .option(
+      '--rate-neighbour-burst <n>',
+      "mean size of the neighbour's bursts, which arrive at random (0: evenly paced)",
+      nonNegative,
+      0,
+    )
+    .option('--rate-neighbour-seed <n>', "seed of the neighbour's bursts", int(0), 1)
+    .option(
       '--faults <list>',
-      'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01, hang=0.01 (never answered), stall=0.005 (a body that stops half-way, the connection left open)',
+      'fault rates, e.g. 5xx=0.05,429=0.01,reset=0.01,latency=0.1,malformed=0.01,truncated=0.01, hang=0.01 (never answered), stall=0.005 (a body that stops half-way, the connection left open), spurious429=0.03 (a gateway shedding load: 429 with Retry-After 1-2 s, unrelated to the rate)',
       parseFaults,
     )
+    .option('--spurious-429-figures', "spurious 429s carry X-RateLimit-* of the key's bucket as it stands")
     .option('--fault-seed <n>', 'seed of the fault generator', int(0), 1)
     .option('--cursor-ttl <seconds>', 'cursors older than this are refused', int(1), 3600)
     .option('--post-settle <share>', 'share of settled runs that change once more later (0 to 1)', share, 0.05)
@@ -118,6 +127,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           key?: string;
           faults?: Partial<FaultConfig>;
           faultSeed: number;
+          spurious429Figures?: boolean;
           cursorTtl: number;
           admin: boolean;
           postSettle: number;
@@ -139,7 +149,7 @@ export function simulateCommand(ctx: CliContext, setExit: (code: number) => void
           speed: o.speed,
           keys: [o.key ? { key: o.key } : {}],
           rateLimit: rateLimitConfig(o),
-          faults: { ...o.faults, seed: o.faultSeed },
+          faults: { ...o.faults, seed: o.faultSeed, spurious429Figures: o.spurious429Figures === true },
           cursorTtlMs: o.cursorTtl * 1000,
           runs: { postSettleFraction: o.postSettle, hostileFraction: o.hostile },
           admin: o.admin,
