@@ -238,7 +238,12 @@ export class SimRateLimiter {
     return run;
   }
 
-  private async decideWithLibraries(keyId: string, org: string, endpoint: string, nowMs: number) {
+  private async decideWithLibraries(
+    keyId: string,
+    org: string,
+    endpoint: string,
+    nowMs: number,
+  ): Promise<RateDecision | null> {
     const own: Limiter[] = [];
     const libs: LibraryLimiter[] = [];
     for (const [name, b] of this.bucketsOf(keyId, org, endpoint)) {
@@ -261,6 +266,7 @@ export class SimRateLimiter {
       if (!v.allowed) return refusedByLibrary(v);
       figures.push(v);
     }
+    if (own.length + libs.length === 0) return null;
     for (const l of own) l.take(nowMs);
     return admitted([...own.map((l) => ownFigures(l, nowMs)), ...figures]);
   }
