@@ -8,6 +8,10 @@ export interface RequestRecord {
   /** HTTP status; 0 when the connection was reset without a response. */
   status: number;
   keyId: string | null;
+  /** The injected fault that made this answer, if one did (e.g. `server_error`, `spurious_429`). */
+  fault?: string;
+  /** The Retry-After of a fault's 429, in seconds. */
+  retryAfter?: number;
 }
 
 export interface CounterSnapshot {

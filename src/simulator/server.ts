@@ -228,11 +228,18 @@ async function serve(ctx: ServerContext, req: IncomingMessage, res: ServerRespon
   const endpoint = route?.endpoint ?? 'unknown';
   const auth = ctx.keys.authenticate(req.headers.authorization, ctx.world.now());
   const keyId = auth.ok ? auth.keyId : null;
-  const ex = exchange(ctx, res, reqId, started, offsetMs, (status) =>
-    ctx.counters.record({ t: started, endpoint, status, keyId }),
-  );
-
   const fault = ctx.faults.decide(endpoint, keyId, started);
+  const ex = exchange(ctx, res, reqId, started, offsetMs, (status) =>
+    ctx.counters.record({
+      t: started,
+      endpoint,
+      status,
+      keyId,
+      ...(fault.action !== 'none' && status === fault.status
+        ? { fault: fault.action, ...(fault.retryAfter === undefined ? {} : { retryAfter: fault.retryAfter }) }
+        : {}),
+    }),
+  );
   if (fault.delayMs > 0) await new Promise((r) => setTimeout(r, fault.delayMs));
   if (answeredByFault(ex, req, fault)) return;
   if (fault.action === 'spurious_429') return refuseSpuriously(ex, fault.retryAfter ?? 1, auth, endpoint);
