@@ -293,7 +293,8 @@ export class SimRateLimiter {
     if (!org || !isLibraryModel(this.modelOf(org))) return;
     this.pump = setInterval(() => {
       for (const [name, l] of this.libraries) {
-        if (name.startsWith('org:')) void this.serially(() => this.neighbourLibrary(name, l));
+        // A library that fails here fails the next request's decision too, which answers 500.
+        if (name.startsWith('org:')) this.serially(() => this.neighbourLibrary(name, l)).catch(() => undefined);
       }
     }, NEIGHBOUR_PUMP_MS);
     this.pump.unref();
