@@ -1,11 +1,13 @@
 import { listValue } from '@duckdb/node-api';
 import type { InvalidRecordReport, ListPage, RunListFilter, RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
+import { beginListing, setExpected } from '../warehouse/completeness.ts';
 import { storedRuns } from '../warehouse/run-keys.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
+import { coverSlice, listedRuns, wholeListing } from './ledger.ts';
 import { ListAhead } from './list-ahead.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, itemWeight, lateDetails, NO_DETAILS, type RunItem } from './run-commit.ts';
@@ -123,6 +125,14 @@ export async function walkRuns(
     await deps.gate.use((wh) => wh.transaction((tx) => setState(tx, key, done, deps.now())));
     return done;
   }
+  if (wholeListing(state) && isFresh(state))
+    await deps.gate.use((wh) =>
+      wh.transaction(async (tx) => {
+        await beginListing(tx, key, state.from, deps.now());
+        const { reconcileEvery, openRunHorizon } = deps.settings;
+        await setExpected(tx, { every: reconcileEvery, horizon: openRunHorizon }, deps.now());
+      }),
+    );
   const fetcher = detailSource(deps);
   const ahead = new ListAhead<Listed>(deps.settings.listAheadRuns ?? LIST_AHEAD_RUNS, (l) => 1 + l.fetch.length);
   // The state as of the last commit; each item carries the state after its page.
@@ -177,6 +187,7 @@ async function* listWalk(
     c.preloaded ??
     (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, storedLimit(deps))));
   const keep = askedKeep(deps);
+  const ledger = wholeListing(state);
   let position = state.position;
   for (let s = position.slice; s < parts.length; s = position.slice) {
     const slice = parts[s] as Window;
@@ -216,6 +227,7 @@ async function* listWalk(
         },
         after,
         bookkeeping: async (tx) => {
+          if (ledger) await coverSlice(tx, key, listedRuns(page), next.done ? slice : null, deps.now());
           if (next.done) await c.hooks.onSliceDone?.(tx, slice);
           await setState(tx, key, after, deps.now());
         },
@@ -223,6 +235,12 @@ async function* listWalk(
     }
     if (position.slice === s) throw new Error(`the listing of slice ${s} of ${key} ended before its last page`);
   }
+}
+
+/** A walk not yet begun: nothing of it is committed. */
+function isFresh(state: WalkState): boolean {
+  const p = state.position;
+  return p.slice === 0 && p.part === 0 && p.cursor === null && !p.piece && state.listed === 0;
 }
 
 /** The position at the start of slice `s`, narrowed to `width` when the slice before had to be. */
