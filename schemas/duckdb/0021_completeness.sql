@@ -35,7 +35,8 @@ CREATE MACRO completeness_hash(id, updated_us) AS md5_number_lower(id || ':' || 
 --   changed      same count, other checksum, and runs of the day were fetched since the listing
 --                began: newer versions, which a listing sees on its next round
 --   unverified   no listing has covered the day whole
---   current      not yet over for the live window (its end is past the watermark)
+--   current      not yet over for the live window (its end is past the watermark, or the
+--                present before a first pass)
 CREATE VIEW sync_completeness AS
 WITH warehouse AS (
   SELECT created_date AS day, count(*) AS runs,
@@ -54,7 +55,7 @@ WITH warehouse AS (
 SELECT d.day, d.listed_runs, d.warehouse_runs, d.listed_checksum, d.warehouse_checksum,
   coalesce(o.runs, 0) AS open_runs, d.verified_at, d.listed_by,
   CASE
-    WHEN d.listed_runs IS NULL AND d.day + INTERVAL 1 DAY > coalesce((SELECT since FROM watermark), '-infinity'::TIMESTAMPTZ)
+    WHEN d.listed_runs IS NULL AND d.day + INTERVAL 1 DAY > coalesce((SELECT since FROM watermark), now())
       THEN 'current'
     WHEN d.listed_runs IS NULL THEN 'unverified'
     WHEN d.listed_runs <> d.warehouse_runs THEN 'disagree'

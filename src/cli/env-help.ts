@@ -17,6 +17,7 @@ export const COMMAND_SETTINGS: Record<string, readonly string[]> = {
   sync: [...API, ...WRITE, ...PARQUET, ...PASS, ...LOAD, ...RUNNING],
   snapshot: [...API, ...WRITE, ...LOAD, ...RUNNING],
   backfill: [...API, ...WRITE, ...PARQUET, ...LOAD, ...RUNNING, ...QUEUE],
+  verify: [...API, ...WRITE, ...PARQUET, ...LOAD, ...RUNNING],
   export: [...WRITE, ...PARQUET, ...RUNNING],
   rebuild: [...WRITE, ...PARQUET, 'RUNSYNC_PII_POLICY', 'RUNSYNC_PII_KEY', 'RUNSYNC_SCHEMA_CONTRACT', ...RUNNING],
   worker: [...API, ...WRITE, ...PARQUET, ...PASS, ...LOAD, ...QUEUE, ...inGroup('worker'), ...RUNNING],

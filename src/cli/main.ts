@@ -17,6 +17,7 @@ const COMMANDS: ReadonlyArray<readonly [string, () => Promise<CommandOf>]> = [
   ['demo', async () => (await import('./commands/demo.ts')).demoCommand],
   ['sync', async () => (await import('./commands/sync.ts')).syncCommand],
   ['backfill', async () => (await import('./commands/backfill.ts')).backfillCommand],
+  ['verify', async () => (await import('./commands/verify.ts')).verifyCommand],
   ['snapshot', async () => (await import('./commands/sync.ts')).snapshotCommand],
   ['export', async () => (await import('./commands/export.ts')).exportCommand],
   ['rebuild', async () => (await import('./commands/rebuild.ts')).rebuildCommand],

@@ -9,7 +9,7 @@ import type { SyncDeps } from './types.ts';
 // that never finished), completed when it ends with its counts, its requests per endpoint, 429s,
 // retries and errors. Requests are what this pass added to the client's and the budget's totals.
 
-export type PassKind = 'sync' | 'reconcile' | 'snapshot' | 'backfill' | 'pending';
+export type PassKind = 'sync' | 'reconcile' | 'snapshot' | 'backfill' | 'pending' | 'verify';
 export type PassStatus = 'running' | 'ok' | 'partial' | 'failed' | 'interrupted';
 
 export interface RequestTally {

@@ -110,8 +110,9 @@ async function operateLocked<R extends OperationResult>(
     rateBudget: null,
   });
   await startAudit(deps, id, plan.kind, startedAt);
-  // Passes measure how fresh they leave things; a backfill's runs are history, not news.
-  const freshness = plan.kind === 'backfill' ? undefined : new Freshness();
+  // Passes measure how fresh they leave things; a backfill's runs are history, not news, and what
+  // verify repairs is old news.
+  const freshness = plan.kind === 'backfill' || plan.kind === 'verify' ? undefined : new Freshness();
   const measured: SyncDeps = freshness ? { ...deps, freshness } : deps;
   let failure: unknown = null;
   try {
@@ -149,7 +150,7 @@ async function operateLocked<R extends OperationResult>(
         errors: result.errors,
         ...plan.summary(result),
       },
-      `${plan.kind === 'backfill' ? 'backfill' : 'pass'} finished`,
+      `${plan.kind === 'backfill' || plan.kind === 'verify' ? plan.kind : 'pass'} finished`,
     );
     const { counts, window } = plan.audit(result);
     await finishAudit(deps, id, {

@@ -8,6 +8,7 @@ import { readSchemaChanges } from '../warehouse/schema.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState } from '../warehouse/sync-state.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
+import { type CompletenessSummary, readCompleteness } from './completeness-status.ts';
 import { combineLags, type FreshnessSummary, type LagStats, type StageLags } from './freshness.ts';
 import { unloadableRuns } from './pending.ts';
 import type { RollingState } from './rolling-plan.ts';
@@ -78,6 +79,8 @@ export interface StatusReport {
   schemaChanges: SchemaChange[];
   /** The API's clock minus this machine's at the end of the last pass that read it, in ms. */
   clockSkewMs: number | null;
+  /** The completeness ledger, as of `now` (sync_completeness). */
+  completeness: CompletenessSummary;
 }
 
 /** The tables status counts: every resource's live and child tables, evolved ones included. */
@@ -130,7 +133,8 @@ export function lastHourLags(parts: readonly FreshnessSummary[]): StatusReport['
   return { ...both([...parts]), catalog: both(parts.map((p) => p.catalog)) };
 }
 
-export async function readStatus(db: SqlRunner): Promise<StatusReport> {
+/** `now`: on the API's clock; by default this machine's, moved by the skew the last pass read. */
+export async function readStatus(db: SqlRunner, now?: Micros): Promise<StatusReport> {
   const state = await readState(db);
   const passes = await readPasses(db);
   const openRuns = await readOpenRuns(db);
@@ -154,7 +158,9 @@ export async function readStatus(db: SqlRunner): Promise<StatusReport> {
     `SELECT count(*) AS c FROM (SELECT DISTINCT table_name, created_date FROM _sync_export_dirty)`,
   );
   const watermark = state.get(WATERMARK_KEY)?.value;
+  const at = now ?? Date.now() * 1000 + (skew ? Number(skew.k) : 0) * 1000;
   return {
+    completeness: await readCompleteness(db, at),
     watermark: typeof watermark === 'number' ? watermark : null,
     schemaChanges,
     rolling: (await getState<RollingState>(db, ROLLING_KEY)) ?? null,

@@ -3,6 +3,7 @@ import { dirname, join } from 'node:path';
 import { Command } from 'commander';
 import { NOTABLE_SKEW_MS } from '../../api/server-clock.ts';
 import { memoryBudgetOf } from '../../config/index.ts';
+import { completenessText } from '../../sync/completeness-status.ts';
 import type { LagStats, StageLags } from '../../sync/freshness.ts';
 import { type RollingState, verifiedSince } from '../../sync/rolling-plan.ts';
 import { type PassSummary, readStatus, type StatusReport } from '../../sync/status.ts';
@@ -83,6 +84,11 @@ export function jsonReport(file: string, r: StatusReport): Record<string, unknow
     walks: r.walks.map((w) => ({ ...w, from: t(w.from), to: t(w.to), updatedAt: t(w.updatedAt) })),
     freshness: times(r.freshness),
     tableFreshness: times(r.tableFreshness),
+    completeness: {
+      ...r.completeness,
+      oldestVerifiedAt: t(r.completeness.oldestVerifiedAt),
+      summary: completenessText(r.completeness, systemMicros() + (r.clockSkewMs ?? 0) * 1000, formatSeconds),
+    },
     rolling: r.rolling && {
       position: t(r.rolling.position),
       roundStartedAt: t(r.rolling.roundStartedAt),
@@ -178,6 +184,7 @@ export function statusLines(file: string, r: StatusReport, now: Micros): string[
   for (const u of r.unloadable) lines.push(`not loaded    run ${u.id}: ${u.error} (tried again every pass)`);
   lines.push(...schemaChangeLines(r.schemaChanges));
   if (r.rolling) lines.push(rollingLine(r.rolling, now));
+  lines.push(`completeness  ${completenessText(r.completeness, now, formatSeconds)}`);
   if (r.lag.warehouse) lines.push(lagLine('runs', r.lag));
   if (r.lag.catalog.warehouse) lines.push(lagLine('catalog objects', r.lag.catalog));
   lines.push(...rateBudgetLines(r.rateBudget));
