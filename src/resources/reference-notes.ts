@@ -81,6 +81,30 @@ export const BOOKKEEPING: Readonly<Record<string, BookkeepingNote>> = {
       payload_hash: 'MD5 of the payload kept out, as the raw archive holds it (a replay finds it by this).',
     },
   },
+  _sync_completeness: {
+    about:
+      'What the API listed of each UTC created day when a listing last covered the day whole: the API side of `sync_completeness`. Written in the commit of the page that finished the day.',
+    columns: {
+      day: 'The UTC day the runs were created.',
+      listed_runs: 'Runs the listing found created that day (each once).',
+      listed_checksum:
+        "Bitwise XOR over those runs of `completeness_hash(id, updated_at)`: 64 bits of the MD5 of the run's id and updated_at (microseconds since the epoch), so the order of the listing does not matter.",
+      listing_started_at: 'When the listing read its first page of the day.',
+      verified_at: 'When the listing finished the day.',
+      listed_by: 'What listed it: sync (the live window), reconcile, backfill or verify.',
+    },
+  },
+  _sync_listed: {
+    about:
+      'Summaries a listing has read of days it has not yet covered whole, by listing; they leave once the day is written to `_sync_completeness`, or when the listing starts elsewhere.',
+    columns: {
+      stream: 'The listing: the live window, the rolling reconciliation, a backfill, verify.',
+      id: 'The run (runs.id).',
+      created_us: "The summary's created_at, microseconds since the epoch.",
+      updated_us: "The summary's updated_at, microseconds since the epoch; null when unreadable.",
+      listed_at: 'When its page was committed.',
+    },
+  },
   _sync_export_dirty: {
     about: 'What changed since the last Parquet export; the export rewrites these and clears them.',
     columns: {
@@ -182,5 +206,41 @@ export const BOOKKEEPING: Readonly<Record<string, BookkeepingNote>> = {
   _report_days: {
     about: 'The days summed in every `_report_*` table; other days are summed from the tables when needed.',
     columns: { created_date: 'The day.' },
+  },
+};
+
+/** The completeness ledger's views, for analysts (schemas/duckdb/0021_completeness.sql). */
+export const LEDGER_VIEWS: Readonly<Record<string, BookkeepingNote>> = {
+  sync_completeness: {
+    about:
+      'One row per UTC created day with runs on either side: what the API listed when the day was last listed whole (`_sync_completeness`) beside what the warehouse holds now, computed from `runs` whenever it is read. The live window, the rolling reconciliation, backfills without filters and `runsync verify` list days whole; a day listed only in part gets no API count.',
+    columns: {
+      day: 'The UTC day the runs were created.',
+      listed_runs: 'Runs the API listed that day when it was last listed whole; null: never listed whole.',
+      warehouse_runs: 'Runs of that day in `runs` now.',
+      listed_checksum: "The listing's checksum of (id, updated_at); see `_sync_completeness`.",
+      warehouse_checksum: 'The same checksum over the runs of that day in `runs` now.',
+      open_runs: 'Runs of that day not yet settled (`_sync_open_runs`).',
+      verified_at: 'When a listing last covered the day whole.',
+      listed_by: 'What listed it: sync, reconcile, backfill or verify.',
+      state:
+        'agree; disagree (other runs, or an older version of one, than the listing); changed (same count, other checksum, and runs of the day fetched since the listing began: newer versions); unverified (never listed whole); current (the live window has not finished the day).',
+    },
+  },
+  sync_completeness_issues: {
+    about:
+      'The days of `sync_completeness` to look at: those that disagree, those never listed whole, and those of the open-run horizon last listed whole longer ago than `RUNSYNC_RECONCILE_EVERY` (as the last pass had them). `runsync verify` lists them again and fetches what is missing or stale.',
+    columns: {
+      day: 'As in `sync_completeness`.',
+      listed_runs: 'As in `sync_completeness`.',
+      warehouse_runs: 'As in `sync_completeness`.',
+      listed_checksum: 'As in `sync_completeness`.',
+      warehouse_checksum: 'As in `sync_completeness`.',
+      open_runs: 'As in `sync_completeness`.',
+      verified_at: 'As in `sync_completeness`.',
+      listed_by: 'As in `sync_completeness`.',
+      state: 'As in `sync_completeness`.',
+      issue: 'Why the day is listed, in words.',
+    },
   },
 };

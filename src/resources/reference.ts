@@ -1,4 +1,4 @@
-import { BOOKKEEPING, type BookkeepingNote } from './reference-notes.ts';
+import { BOOKKEEPING, type BookkeepingNote, LEDGER_VIEWS } from './reference-notes.ts';
 import { type TableColumn, type TableDef, tablesOf } from './tables.ts';
 import type { ColumnSpec, ResourceSpec } from './types.ts';
 
@@ -29,6 +29,8 @@ export interface ReferenceInput {
   readonly viewsSql: string;
   /** Defaults to reference-notes.ts. */
   readonly bookkeeping?: Readonly<Record<string, BookkeepingNote>>;
+  /** The completeness ledger's views; defaults to reference-notes.ts. */
+  readonly ledger?: Readonly<Record<string, BookkeepingNote>>;
 }
 
 /** DuckDB's names for a type, as the declarations write it. */
@@ -165,7 +167,7 @@ function viewSection(o: DescribedObject, note: string): string {
   return [`### ${code(o.name)}`, note, table(['column', 'type'], rows)].join('\n\n');
 }
 
-function bookkeepingSection(o: DescribedObject, note: BookkeepingNote): string {
+function notedColumns(o: DescribedObject, note: BookkeepingNote): string[][] {
   const names = o.columns.map((c) => c.name);
   const lacking = names.filter((n) => !note.columns[n]);
   const stale = Object.keys(note.columns).filter((n) => !names.includes(n));
@@ -173,14 +175,22 @@ function bookkeepingSection(o: DescribedObject, note: BookkeepingNote): string {
     throw new Error(
       `${o.name}: ${[...lacking.map((n) => `${n} has no line in reference-notes.ts`), ...stale.map((n) => `${n} is not a column`)].join('; ')}`,
     );
+  return o.columns.map((c) => [code(c.name), typeName(c.type), note.columns[c.name] ?? '']);
+}
+
+function bookkeepingSection(o: DescribedObject, note: BookkeepingNote): string {
+  const rows = notedColumns(o, note);
   const key = o.primaryKey.length ? `Key: ${o.primaryKey.map(code).join(', ')}.` : 'No key: rows are added.';
-  const rows = o.columns.map((c) => [code(c.name), typeName(c.type), note.columns[c.name] ?? '']);
   return [`### ${code(o.name)}`, note.about, key, table(['column', 'type', 'meaning'], rows)].join('\n\n');
+}
+
+function ledgerSection(o: DescribedObject, note: BookkeepingNote): string {
+  return [`### ${code(o.name)}`, note.about, table(['column', 'type', 'meaning'], notedColumns(o, note))].join('\n\n');
 }
 
 function checkCovered(input: ReferenceInput, declared: readonly string[], views: readonly string[]): void {
   const notes = input.bookkeeping ?? BOOKKEEPING;
-  const known = new Set([...declared, ...views, ...Object.keys(notes)]);
+  const known = new Set([...declared, ...views, ...Object.keys(notes), ...Object.keys(input.ledger ?? LEDGER_VIEWS)]);
   const unknown = input.database.filter((o) => !known.has(o.name)).map((o) => o.name);
   if (unknown.length)
     throw new Error(`not described anywhere: ${unknown.join(', ')} (declare them, or add them to reference-notes.ts)`);
@@ -197,6 +207,7 @@ const CONTENTS = [
   '- [Conventions](#conventions)',
   '- [Resource tables](#resource-tables)',
   '- [Ready-made views](#ready-made-views)',
+  '- [Completeness ledger](#completeness-ledger)',
   '- [Bookkeeping tables](#bookkeeping-tables)',
   '- [The Parquet tree](#the-parquet-tree)',
 ].join('\n');
@@ -235,6 +246,11 @@ export function renderWarehouseReference(input: ReferenceInput): string {
     '## Ready-made views',
     'Defined in `schemas/duckdb/views.sql`, in `runsync.duckdb` and, with the same definitions, in `analytics.duckdb`. A day is the UTC day a run was created; a rate is a fraction from 0 to 1.',
     ...[...views].map(([name, note]) => viewSection(described(input.database, name), note)),
+    '## Completeness ledger',
+    'Views in `runsync.duckdb` only (not in `analytics.duckdb`): whether the warehouse holds every run the API listed, day by day. `runsync status` sums them up in one line; `runsync verify` repairs what they flag.',
+    ...Object.entries(input.ledger ?? LEDGER_VIEWS).map(([name, note]) =>
+      ledgerSection(described(input.database, name), note),
+    ),
     '## Bookkeeping tables',
     'In `runsync.duckdb` only, written in the same transactions as the rows they describe. Names start with `_sync` (the sync) or `_report` (sums for `runsync report`).',
     ...Object.entries(notes).map(([name, note]) => bookkeepingSection(described(input.database, name), note)),

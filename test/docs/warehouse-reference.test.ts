@@ -90,8 +90,8 @@ describe('renderWarehouseReference', () => {
     const audit = fresh.find((o) => o.name === '_sync_audit') as DescribedObject;
     const grown = { ...audit, columns: [...audit.columns, { name: 'deferred', type: 'JSON' }] };
     const bookkeeping = { _sync_audit: BOOKKEEPING._sync_audit as BookkeepingNote };
-    expect(() => renderWarehouseReference({ resources: [], database: [grown], viewsSql, bookkeeping })).toThrow(
-      /_sync_audit: deferred has no line in reference-notes.ts/,
-    );
+    expect(() =>
+      renderWarehouseReference({ resources: [], database: [grown], viewsSql, bookkeeping, ledger: {} }),
+    ).toThrow(/_sync_audit: deferred has no line in reference-notes.ts/);
   });
 });
