@@ -1,5 +1,5 @@
 import { formatTimestamp, MICROS_PER_DAY, type Micros } from '../util/timestamp.ts';
-import { beginListing, coverTo, dropStream, stageListed } from '../warehouse/completeness.ts';
+import { beginListing, coverTo, dropStream, type ListedRuns, stageListed } from '../warehouse/completeness.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import type { SqlParams, SqlRunner } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
@@ -77,24 +77,7 @@ async function verify(deps: SyncDeps, spec: VerifySpec, result: VerifyResult): P
     await beginListing(tx, VERIFY_STREAM, spec.from, deps.now());
   });
   try {
-    for (const slice of slices(spec, MICROS_PER_DAY)) {
-      const pages = readSlice(
-        deps,
-        slice,
-        { part: 0, cursor: null },
-        {
-          filter: {},
-          counts: result.runs,
-          signal: deps.signal,
-          logFields: { verify: formatTimestamp(slice.from) },
-        },
-      );
-      for await (const { page } of pages) {
-        result.runs.pages++;
-        result.runs.listed += page.received;
-        await stage((tx) => stageListed(tx, VERIFY_STREAM, listedRuns(page), deps.now()));
-      }
-    }
+    await listRange(deps, spec, result.runs, stage);
     result.diff = await deps.gate.use((wh) => compare(wh, spec));
     deps.logger.info({ ...result.diff, examples: undefined }, 'verify compared the listing with the warehouse');
     if (spec.dryRun) return;
@@ -107,6 +90,39 @@ async function verify(deps: SyncDeps, spec: VerifySpec, result: VerifyResult): P
       deps.logger.warn({ error: String(e) }, 'could not clear what verify listed; the next verify does'),
     );
   }
+}
+
+/** Summaries held before they are staged: each turn at the warehouse opens the file. */
+const STAGE_BATCH = 10_000;
+
+/** Lists every day of the range and stages what it lists, a batch of summaries at a time. */
+async function listRange(
+  deps: SyncDeps,
+  spec: VerifySpec,
+  counts: RunCounts,
+  stage: (fn: (tx: SqlRunner) => Promise<void>) => Promise<void>,
+): Promise<void> {
+  let held: ListedRuns = { ids: [], createdUs: [], updatedUs: [] };
+  const flush = async () => {
+    const runs = held;
+    held = { ids: [], createdUs: [], updatedUs: [] };
+    await stage((tx) => stageListed(tx, VERIFY_STREAM, runs, deps.now()));
+  };
+  for (const slice of slices(spec, MICROS_PER_DAY)) {
+    const at = { part: 0, cursor: null };
+    const logFields = { verify: formatTimestamp(slice.from) };
+    const pages = readSlice(deps, slice, at, { filter: {}, counts, signal: deps.signal, logFields });
+    for await (const { page } of pages) {
+      counts.pages++;
+      counts.listed += page.received;
+      const runs = listedRuns(page);
+      held.ids.push(...runs.ids);
+      held.createdUs.push(...runs.createdUs);
+      held.updatedUs.push(...runs.updatedUs);
+      if (held.ids.length >= STAGE_BATCH) await flush();
+    }
+  }
+  await flush();
 }
 
 /** One row per listed run, at its newest listing. */
