@@ -76,6 +76,6 @@ export function completenessText(c: CompletenessSummary, now: Micros, seconds: (
   const more = c.disagree > named.length ? `, ${c.disagree - named.length} more` : '';
   const disagree = `${c.disagree} disagree${named.length ? `: ${named.join(', ')}${more}` : ''}`;
   const stale = c.stale ? `; ${c.stale} of the horizon listed whole longer ago than RUNSYNC_RECONCILE_EVERY` : '';
-  const checkWith = c.disagree ? ' (`runsync verify` repairs them)' : '';
+  const checkWith = c.disagree ? ' (runsync verify repairs them)' : '';
   return `${verified}; ${disagree}${checkWith}${stale}`;
 }
