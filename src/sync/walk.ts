@@ -210,6 +210,8 @@ async function* listWalk(
     for await (const { page, next } of pages) {
       if (lookUp) await lookUpStored(deps, page, known);
       const judged = judge(page, known, state.force);
+      // Only what the ledger needs of the page waits for its commit, not the summaries.
+      const runs = ledger ? listedRuns(page) : null;
       listed += page.received;
       fetched += judged.fetch.length;
       position = next.done ? startOf(s + 1, parts, next.width) : { slice: s, ...next.at };
@@ -227,7 +229,7 @@ async function* listWalk(
         },
         after,
         bookkeeping: async (tx) => {
-          if (ledger) await coverSlice(tx, key, listedRuns(page), next.done ? slice : null, deps.now());
+          if (runs) await coverSlice(tx, key, runs, next.done ? slice : null, deps.now());
           if (next.done) await c.hooks.onSliceDone?.(tx, slice);
           await setState(tx, key, after, deps.now());
         },
