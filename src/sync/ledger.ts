@@ -1,9 +1,10 @@
 import type { ListPage, RunSummary } from '../api/index.ts';
 import { parseTimestamp } from '../util/timestamp.ts';
-import { coverTo, type ListedRuns, stageListed } from '../warehouse/completeness.ts';
+import { beginListing, coverTo, type ListedRuns, setExpected, stageListed } from '../warehouse/completeness.ts';
 import { stringMember } from '../warehouse/json-text.ts';
 import type { SqlRunner } from '../warehouse/types.ts';
 import { LIVE_KEY, RECONCILE_KEY } from './state-keys.ts';
+import type { SyncSettings } from './types.ts';
 import type { Window } from './window.ts';
 
 // What a walk gives the completeness ledger (src/warehouse/completeness.ts): every summary it
@@ -53,4 +54,16 @@ export async function coverSlice(
 ): Promise<void> {
   await stageListed(tx, stream, runs, at);
   if (done) await coverTo(tx, stream, done.to, listedBy(stream), at);
+}
+
+/** A walk begun afresh: its listing starts at `from`, with what the ledger expects of passes. */
+export async function openListing(
+  tx: SqlRunner,
+  stream: string,
+  from: number,
+  deps: { settings: Pick<SyncSettings, 'reconcileEvery' | 'openRunHorizon'>; now: () => number },
+): Promise<void> {
+  await beginListing(tx, stream, from, deps.now());
+  const { reconcileEvery, openRunHorizon } = deps.settings;
+  await setExpected(tx, { every: reconcileEvery, horizon: openRunHorizon }, deps.now());
 }

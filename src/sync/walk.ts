@@ -1,13 +1,12 @@
 import { listValue } from '@duckdb/node-api';
 import type { InvalidRecordReport, ListPage, RunListFilter, RunSummary } from '../api/index.ts';
 import { type Micros, parseTimestamp } from '../util/timestamp.ts';
-import { beginListing, setExpected } from '../warehouse/completeness.ts';
 import { storedRuns } from '../warehouse/run-keys.ts';
 import { US_TO_TSTZ } from '../warehouse/sql.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import type { SqlRunner, Warehouse } from '../warehouse/types.ts';
 import { detailSource } from './detail-fetcher.ts';
-import { coverSlice, listedRuns, wholeListing } from './ledger.ts';
+import { coverSlice, listedRuns, openListing, wholeListing } from './ledger.ts';
 import { ListAhead } from './list-ahead.ts';
 import { runPipeline } from './load-pipeline.ts';
 import { commitRunItems, itemWeight, lateDetails, NO_DETAILS, type RunItem } from './run-commit.ts';
@@ -125,14 +124,8 @@ export async function walkRuns(
     await deps.gate.use((wh) => wh.transaction((tx) => setState(tx, key, done, deps.now())));
     return done;
   }
-  if (wholeListing(state) && isFresh(state))
-    await deps.gate.use((wh) =>
-      wh.transaction(async (tx) => {
-        await beginListing(tx, key, state.from, deps.now());
-        const { reconcileEvery, openRunHorizon } = deps.settings;
-        await setExpected(tx, { every: reconcileEvery, horizon: openRunHorizon }, deps.now());
-      }),
-    );
+  // A walk begun afresh opens its listing for the ledger in its first page's commit.
+  const opens = wholeListing(state) && isFresh(state);
   const fetcher = detailSource(deps);
   const ahead = new ListAhead<Listed>(deps.settings.listAheadRuns ?? LIST_AHEAD_RUNS, (l) => 1 + l.fetch.length);
   // The state as of the last commit; each item carries the state after its page.
@@ -140,7 +133,7 @@ export async function walkRuns(
   try {
     await runPipeline<RunItem & { after?: WalkState }>(
       (push, signal) =>
-        ahead.run(listWalk(deps, key, state, parts, { hooks, counts, preloaded, ahead, signal }), (l) =>
+        ahead.run(listWalk(deps, key, state, parts, { hooks, counts, preloaded, ahead, signal, opens }), (l) =>
           push({ ...l, ready: l.fetch.length ? fetcher.fetch(l.fetch) : NO_DETAILS }),
         ),
       async (items) => {
@@ -167,6 +160,7 @@ interface ListContext {
   preloaded: Map<string, Micros> | undefined;
   ahead: ListAhead<Listed>;
   signal: AbortSignal;
+  opens: boolean;
 }
 
 /** Every page of the walk from its position, judged, with the position after it. */
@@ -188,6 +182,7 @@ async function* listWalk(
     (await deps.gate.use((wh) => storedUpdatedAt(wh, { from: first.from, to: state.to }, storedLimit(deps))));
   const keep = askedKeep(deps);
   const ledger = wholeListing(state);
+  let opens = c.opens;
   let position = state.position;
   for (let s = position.slice; s < parts.length; s = position.slice) {
     const slice = parts[s] as Window;
@@ -212,6 +207,8 @@ async function* listWalk(
       const judged = judge(page, known, state.force);
       // Only what the ledger needs of the page waits for its commit, not the summaries.
       const runs = ledger ? listedRuns(page) : null;
+      const opening = opens;
+      opens = false;
       listed += page.received;
       fetched += judged.fetch.length;
       position = next.done ? startOf(s + 1, parts, next.width) : { slice: s, ...next.at };
@@ -229,6 +226,7 @@ async function* listWalk(
         },
         after,
         bookkeeping: async (tx) => {
+          if (opening) await openListing(tx, key, state.from, deps);
           if (runs) await coverSlice(tx, key, runs, next.done ? slice : null, deps.now());
           if (next.done) await c.hooks.onSliceDone?.(tx, slice);
           await setState(tx, key, after, deps.now());
