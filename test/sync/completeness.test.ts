@@ -22,6 +22,7 @@ import { diffWithTruth, engineFor, NOW, perTest, SETTLE, spanStart } from './kit
 
 interface Day {
   day: string;
+  listed_by: string | null;
   listed_runs: bigint | null;
   warehouse_runs: bigint;
   state: string;
@@ -63,7 +64,7 @@ async function removeRuns(dir: string, list: string): Promise<void> {
 const days = (dir: string) =>
   read<Day>(
     dir,
-    `SELECT CAST(day AS VARCHAR) AS day, listed_runs, warehouse_runs, state FROM sync_completeness ORDER BY day`,
+    `SELECT CAST(day AS VARCHAR) AS day, listed_by, listed_runs, warehouse_runs, state FROM sync_completeness ORDER BY day`,
   );
 
 /** The simulator's runs per UTC created day, created before `before`. */
@@ -105,6 +106,9 @@ describe('the completeness ledger', () => {
         expect(d.state).toBe('agree');
         expect(Number(d.listed_runs)).toBe(want.get(d.day));
       }
+      // The first sync listed every day but the last; the second pass's reconciliation step listed
+      // them again, and its live window finished the last.
+      expect(whole.map((d) => d.listed_by)).toEqual([...Array(9).fill('reconcile'), 'sync']);
       expect(ledger.find((d) => d.day === today)?.state).toBe('current');
       expect(await read(dir, `SELECT * FROM sync_completeness_issues`)).toEqual([]);
       // What stays staged is of days a listing has yet to finish: here the last one.
