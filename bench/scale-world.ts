@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { wellFormedJson } from '../src/api/well-formed.ts';
 import { ArchiveWriter } from '../src/archive/writer.ts';
 import { RUNS } from '../src/resources/registry.ts';
 import {
@@ -60,7 +61,9 @@ export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promis
     await w.commit();
   };
   let n = 0;
-  for (const d of sim.world.truthRunDetails()) {
+  for (const generated of sim.world.truthRunDetails()) {
+    // As the client mends an answer: the generator's text may hold lone surrogates.
+    const d = wellFormedJson(generated, JSON.stringify(generated));
     writer ??= await ArchiveWriter.open(dir, 'runs', at);
     const seen = observeUnknown(d, known);
     if (seen) observed = observed ? mergeObserved(observed, seen) : seen;
