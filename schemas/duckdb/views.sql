@@ -348,3 +348,98 @@ UNION ALL SELECT 'agents', (SELECT count(*) FROM agents), max(valid_from), NULL 
 UNION ALL SELECT 'guidelines', (SELECT count(*) FROM guidelines), max(valid_from), NULL FROM guidelines_history
 UNION ALL SELECT 'guardrails', (SELECT count(*) FROM guardrails), max(valid_from), NULL FROM guardrails_history
 UNION ALL SELECT 'runbooks', (SELECT count(*) FROM runbooks), max(valid_from), NULL FROM runbooks_history;
+
+-- Run history. runs_history holds the states runsync observed: a state is seen when a fetched
+-- detail shows it, so one that began and ended between two looks at the run is not there, and the
+-- next state seen follows the one before it. Times are the states' updated_at, on the API's clock.
+-- A settled status is completed, failed or cancelled; any other status is open.
+
+-- Every observed change of a run's status, resolution type or wait for approval, and its first
+-- state: one row per change, with the state before it.
+--   seq                     the change's place among the run's observed states, from 1
+--   changed_at              when the new state began (its updated_at)
+--   seconds_since_created   from the run's created_at to `changed_at`
+CREATE OR REPLACE VIEW run_transitions AS
+SELECT * EXCLUDE (changed) FROM (
+  SELECT
+    id AS run_id,
+    created_date,
+    created_at,
+    agent_id,
+    agent_name,
+    row_number() OVER w AS seq,
+    lag(status) OVER w AS from_status,
+    status AS to_status,
+    lag(resolution_type) OVER w AS from_resolution_type,
+    resolution_type AS to_resolution_type,
+    lag(approval_waiting_for_approval) OVER w AS was_waiting_for_approval,
+    approval_waiting_for_approval AS waiting_for_approval,
+    valid_from AS changed_at,
+    observed_at,
+    epoch(valid_from - created_at) AS seconds_since_created,
+    row_number() OVER w = 1
+      OR status IS DISTINCT FROM lag(status) OVER w
+      OR resolution_type IS DISTINCT FROM lag(resolution_type) OVER w
+      OR approval_waiting_for_approval IS DISTINCT FROM lag(approval_waiting_for_approval) OVER w AS changed
+  FROM runs_history
+  WINDOW w AS (PARTITION BY id ORDER BY valid_from)
+)
+WHERE changed;
+
+-- Per run and status: when the run was first seen in it, how long after its creation, and how
+-- long it spent in it over all its observed states.
+--   seconds_to_status   from created_at to the first state with this status
+--   seconds_in_status   the time of its closed states with this status
+--   is_current          whether the run's current state has this status (its time still runs)
+CREATE OR REPLACE VIEW run_status_durations AS
+SELECT
+  id AS run_id,
+  any_value(created_date) AS created_date,
+  any_value(agent_id) AS agent_id,
+  status,
+  min(valid_from) AS first_at,
+  epoch(min(valid_from) - any_value(created_at)) AS seconds_to_status,
+  coalesce(sum(epoch(valid_to - valid_from)), 0) AS seconds_in_status,
+  bool_or(valid_to IS NULL) AS is_current
+FROM runs_history
+GROUP BY id, status
+ORDER BY run_id, first_at;
+
+-- Each time a run waited for approval of a tool call: consecutive observed states with
+-- approval_waiting_for_approval, from the first to the state that ended the wait.
+--   seconds_waited   from started_at to ended_at; null while the run still waits
+CREATE OR REPLACE VIEW run_approval_waits AS
+WITH marked AS (
+  SELECT *,
+    sum(CASE WHEN approval_waiting_for_approval IS DISTINCT FROM prev THEN 1 ELSE 0 END)
+      OVER (PARTITION BY id ORDER BY valid_from) AS island
+  FROM (
+    SELECT *, lag(approval_waiting_for_approval) OVER (PARTITION BY id ORDER BY valid_from) AS prev FROM runs_history
+  )
+)
+SELECT
+  id AS run_id,
+  any_value(created_date) AS created_date,
+  any_value(agent_id) AS agent_id,
+  arg_max(agent_name, valid_from) AS agent_name,
+  arg_min(approval_pending_tool_name, valid_from) AS tool_name,
+  min(valid_from) AS started_at,
+  CASE WHEN bool_or(valid_to IS NULL) THEN NULL ELSE max(valid_to) END AS ended_at,
+  CASE WHEN bool_or(valid_to IS NULL) THEN NULL ELSE epoch(max(valid_to) - min(valid_from)) END AS seconds_waited
+FROM marked
+WHERE approval_waiting_for_approval
+GROUP BY id, island
+ORDER BY started_at, run_id;
+
+-- Every observed change of a run's resolution type after it first had one (a correction, or a
+-- pending resolution settled).
+CREATE OR REPLACE VIEW run_resolution_changes AS
+SELECT run_id, created_date, agent_id, changed_at, from_resolution_type, to_resolution_type, to_status AS status
+FROM run_transitions
+WHERE from_resolution_type IS NOT NULL AND from_resolution_type IS DISTINCT FROM to_resolution_type;
+
+-- Runs seen open again after a settled state: one row per re-opening, with the settled state.
+CREATE OR REPLACE VIEW run_reopened AS
+SELECT run_id, created_date, agent_id, from_status AS settled_status, changed_at AS reopened_at, to_status AS reopened_status
+FROM run_transitions
+WHERE from_status IN ('completed', 'failed', 'cancelled') AND to_status NOT IN ('completed', 'failed', 'cancelled');

@@ -119,6 +119,7 @@ function apiMember(def: TableDef, c: TableColumn): string {
 
 function keyOf(def: TableDef): readonly string[] {
   if (def.primaryKey.length) return def.primaryKey;
+  if (def.role === 'states') return [def.resource.key, 'valid_from'];
   if (def.child) return [def.child.parentKey, def.child.key];
   return [def.resource.key];
 }

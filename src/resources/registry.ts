@@ -143,6 +143,33 @@ const runChildren: ChildSpec[] = [
   ),
 ];
 
+/** Members of the run detail that the summary lacks: a state is what the summary shows. */
+const DETAIL_ONLY = new Set(['agent_description', 'trigger_message_text', 'trigger_latest_comment']);
+
+const runColumns = columnsOf(run);
+
+const runStates: NonNullable<ResourceSpec['states']> = {
+  table: 'runs_history',
+  columns: runColumns.map((c) => c.name).filter((n) => !DETAIL_ONLY.has(n)),
+  counts: [
+    { name: 'message_count', member: 'conversation', about: 'Conversation items the run had in this state.' },
+    { name: 'step_count', member: 'steps', about: 'Execution steps the run had in this state.' },
+    {
+      name: 'tool_call_count',
+      member: 'steps',
+      ofType: 'tool_call',
+      about: 'Steps of type `tool_call` the run had in this state.',
+    },
+    {
+      name: 'evaluation_count',
+      member: 'evaluation_attributes',
+      about: 'Evaluation attributes recorded on the run in this state.',
+    },
+  ],
+  about:
+    "Every state of a run that runsync observed (type 2): the summary's fields and the counts of its children, one row per state, `valid_to` null on the current one. A state is observed when a fetched detail shows it: one that began and ended between two fetches of the run is not seen, and `valid_from` is the run's `updated_at` of the state, so durations are on the API's clock. A new row is made only when the state differs from the current one.",
+};
+
 export const RUNS: ResourceSpec = {
   table: 'runs',
   endpoint: { list: '/runs', get: '/runs/{id}' },
@@ -150,8 +177,9 @@ export const RUNS: ResourceSpec = {
   schema: 'run-detail',
   key: 'id',
   merge: 'latest',
-  columns: columnsOf(run),
+  columns: runColumns,
   children: runChildren,
+  states: runStates,
   derived: [
     {
       name: 'run_tool_calls',

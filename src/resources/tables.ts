@@ -24,11 +24,13 @@ export interface TableColumn {
   readonly name: string;
   readonly type: string;
   readonly notNull?: boolean;
+  /** SQL the column holds on rows made before it was added, and where an insert leaves it out. */
+  readonly default?: string;
   /** What it holds (docs/warehouse.md); absent only for columns schema evolution added. */
   readonly about?: string;
 }
 
-export type TableRole = 'live' | 'child' | 'history' | 'child-history' | 'derived';
+export type TableRole = 'live' | 'child' | 'history' | 'child-history' | 'derived' | 'states';
 
 export interface TableDef {
   readonly name: string;
@@ -119,7 +121,78 @@ function ownColumns(r: ResourceSpec): TableColumn[] {
     notNull: true,
     about: 'A hash of the payload stored: a payload of the same updated_at with other content replaces the row.',
   };
-  return [FETCHED_AT, hash];
+  return [FETCHED_AT, hash, ...(r.states ? DELETION_COLUMNS : [])];
+}
+
+/** A run the API no longer has (see src/sync/deletions.ts). */
+const DELETION_COLUMNS: readonly TableColumn[] = [
+  {
+    name: 'is_deleted',
+    type: 'BOOLEAN',
+    // Not NOT NULL: a warehouse made before gets the column by ALTER, which cannot add one.
+    default: 'false',
+    about:
+      'Whether the API no longer has the run: missing from a whole re-listing of its created day and its detail answered `not_found`. Its child rows are gone; a run that comes back is restored.',
+  },
+  {
+    name: 'deleted_at',
+    type: 'TIMESTAMPTZ',
+    about: "When runsync found the run deleted (the API's clock); null while it exists.",
+  },
+];
+
+const STATE_COLUMNS: readonly TableColumn[] = [
+  {
+    name: 'valid_from',
+    type: 'TIMESTAMPTZ',
+    notNull: true,
+    about:
+      "When the state began: its `updated_at` (the API's time of the change), or for a run seen again after a deletion, when it was seen again if that is later.",
+  },
+  {
+    name: 'valid_to',
+    type: 'TIMESTAMPTZ',
+    about:
+      "When the next observed state began, or when the run was found deleted; null while this state is the run's current one.",
+  },
+  {
+    name: 'observed_at',
+    type: 'TIMESTAMPTZ',
+    notNull: true,
+    about: 'When runsync first fetched a payload in this state (at or after `valid_from`).',
+  },
+  {
+    name: 'state_hash',
+    type: 'VARCHAR',
+    notNull: true,
+    about: "A hash of the state's columns: a payload whose state hashes the same makes no new row.",
+  },
+];
+
+/** The observed states of a resource: its summary columns, the counts, the validity. */
+function statesTable(r: ResourceSpec, live: readonly TableColumn[], part: readonly TableColumn[]): TableDef {
+  const spec = r.states as NonNullable<ResourceSpec['states']>;
+  const columns = spec.columns.map((name) => {
+    const c = live.find((l) => l.name === name);
+    if (!c) throw new Error(`${spec.table} names ${name}, which ${r.table} does not have`);
+    return c;
+  });
+  const counts: TableColumn[] = spec.counts.map((c) => ({
+    name: c.name,
+    type: 'BIGINT',
+    notNull: true,
+    about: c.about,
+  }));
+  return {
+    resource: r,
+    partitioned: part.length > 0,
+    name: spec.table,
+    role: 'states',
+    columns: [...columns, ...counts, ...part, ...STATE_COLUMNS],
+    primaryKey: [],
+    orderBy: `${r.key}, valid_from`,
+    about: spec.about,
+  };
 }
 
 function historyTables(r: ResourceSpec, live: readonly TableColumn[], partitioned: boolean): TableDef[] {
@@ -204,6 +277,7 @@ export function tablesOf(r: ResourceSpec): TableDef[] {
     });
   }
   if (r.merge === 'history') out.push(...historyTables(r, live, partitioned));
+  if (r.states) out.push(statesTable(r, live, part));
   return out;
 }
 
@@ -216,7 +290,8 @@ export function createTableSql(t: TableDef): string {
   const single = t.primaryKey.length === 1 ? t.primaryKey[0] : undefined;
   const cols = t.columns.map((c) => {
     const constraint = c.name === single ? ' PRIMARY KEY' : c.notNull ? ' NOT NULL' : '';
-    return `  ${quoteIdent(c.name)} ${c.type}${constraint}`;
+    const byDefault = c.default === undefined ? '' : ` DEFAULT ${c.default}`;
+    return `  ${quoteIdent(c.name)} ${c.type}${byDefault}${constraint}`;
   });
   if (t.primaryKey.length > 1) cols.push(`  PRIMARY KEY (${t.primaryKey.map(quoteIdent).join(', ')})`);
   return `CREATE TABLE IF NOT EXISTS ${quoteIdent(t.name)} (\n${cols.join(',\n')}\n)`;

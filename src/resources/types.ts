@@ -74,6 +74,28 @@ export type SchemaName =
  * - `history`: a live table plus `<table>_history`, type 2 (catalog objects);
  * - `whole-list`: the endpoint returns the whole list at once, which replaces the table.
  */
+/** A count of a run's child rows that a state records (messages, steps, tool calls, evaluations). */
+export interface StateCount {
+  readonly name: string;
+  /** The child array counted. */
+  readonly member: string;
+  /** Only items whose member `type` is this (tool calls among steps). */
+  readonly ofType?: string;
+  readonly about: string;
+}
+
+/**
+ * Every state of a record that runsync observed, one row per state (type 2): the live table's
+ * columns named here and the counts of its children, each state valid from its `updated_at`.
+ */
+export interface StatesSpec {
+  readonly table: string;
+  /** Live-table columns a state is made of (the summary's, not the detail's). */
+  readonly columns: readonly string[];
+  readonly counts: readonly StateCount[];
+  readonly about: string;
+}
+
 export type MergeStrategy = 'latest' | 'history' | 'whole-list';
 
 export interface ResourceSpec {
@@ -89,6 +111,8 @@ export interface ResourceSpec {
   readonly columns: readonly ColumnSpec[];
   readonly children: readonly ChildSpec[];
   readonly derived: readonly DerivedTable[];
+  /** The observed states of a `latest` resource, kept as a table of their own (runs_history). */
+  readonly states?: StatesSpec;
   /** New arrays of objects in a payload: a child table of their own (named with this prefix), or JSON. */
   readonly newArrays: { readonly tablePrefix: string } | 'json';
   /** Members known and deliberately not stored (`object`, the same for every record). */

@@ -19,6 +19,7 @@ import { CHECKPOINT_THRESHOLD } from './open.ts';
 import { transactionWithRoom } from './out-of-memory.ts';
 import { identity, type KeptOut, keptOut, QUARANTINED, quarantine } from './quarantine.ts';
 import { RunRebuildSql } from './rebuild-runs-sql.ts';
+import { rebuildStates } from './rebuild-states.ts';
 import { recordRunKeys } from './run-keys.ts';
 import { evolveSchema } from './schema.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
@@ -38,6 +39,8 @@ export interface RunRebuild {
   runs: number;
   childRows: number;
   rejected: number;
+  /** Observed states written (runs_history). */
+  states: number;
 }
 
 /**
@@ -121,6 +124,7 @@ export async function rebuildRuns(
     );
     count(result, st, row?.Count);
   }
+  result.states = await rebuildStates(wh, files, resource);
   await wh.run(sql.exportDirty());
   await wh.run(recordRunKeys(`SELECT id, created_date FROM ${quoteIdent(resource.table)}`));
   await retryKeptRuns(wh, files, result);

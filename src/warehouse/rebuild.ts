@@ -31,6 +31,8 @@ export interface RebuildResult {
   runFiles: number;
   runs: number;
   childRows: number;
+  /** Observed states of runs (runs_history rows). */
+  states: number;
   catalogListings: number;
   toolOptionLists: number;
   rejected: number;
@@ -69,6 +71,7 @@ export async function rebuildInto(
     runFiles: 0,
     runs: 0,
     childRows: 0,
+    states: 0,
     catalogListings: 0,
     toolOptionLists: 0,
     rejected: 0,

@@ -36,7 +36,9 @@ export async function addDeclaredColumns(db: SqlRunner, logger: Logger): Promise
       const have = new Set((await tableColumns(db, t.name)).map((c) => c.name));
       for (const c of t.columns) {
         if (have.has(c.name)) continue;
-        await db.run(`ALTER TABLE ${quoteIdent(t.name)} ADD COLUMN ${quoteIdent(c.name)} ${c.type}`);
+        // A default fills the rows made before (is_deleted false); DuckDB adds no NOT NULL here.
+        const byDefault = c.default === undefined ? '' : ` DEFAULT ${c.default}`;
+        await db.run(`ALTER TABLE ${quoteIdent(t.name)} ADD COLUMN ${quoteIdent(c.name)} ${c.type}${byDefault}`);
         logger.info({ table: t.name, column: c.name, type: c.type }, 'added a declared column');
       }
     }

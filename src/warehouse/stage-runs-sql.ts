@@ -2,6 +2,7 @@ import { RUNS } from '../resources/registry.ts';
 import { SQL_TYPE } from '../resources/tables.ts';
 import type { ChildSpec, ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import { recordRunKeys, storedRuns } from './run-keys.ts';
+import { RunStatesSql } from './run-states-sql.ts';
 import { quoteIdent, quoteLiteral } from './sql.ts';
 
 // The SQL that stages run details straight from raw archive files and merges them, generated from
@@ -44,7 +45,7 @@ const APPLIED = `verdict IN ('new', 'newer', 'changed')`;
 const REPLACED = `verdict IN ('newer', 'changed')`;
 
 /** What a stored run is judged by, and where it lies. */
-const STORED_COLUMNS = ['id', 'updated_at', 'payload_hash', 'fetched_at', 'created_date', 'created_at'];
+const STORED_COLUMNS = ['id', 'updated_at', 'payload_hash', 'fetched_at', 'created_date', 'created_at', 'deleted_at'];
 
 /** The staged payloads to merge: the picked ones that win. */
 const APPLY_FROM = `_stage_run AS s SEMI JOIN (SELECT filename, seq FROM _stage_pick WHERE ${APPLIED}) a
@@ -134,7 +135,8 @@ FROM (
   /**
    * Picks one payload per run (newest updated_at, then latest fetch, then the later file and the
    * later row) and judges it against the stored run: new, newer, changed (same updated_at, other
-   * content, fetched no earlier), unchanged, or stale (older than what is stored). Only keys are
+   * content, fetched no earlier), unchanged, or stale (older than what is stored); a run marked
+   * deleted that the API answers again is `changed`, whatever its payload. Only keys are
    * copied here; the parsed payloads stay in _stage_run.
    */
   pick(): string {
@@ -148,9 +150,10 @@ WITH k AS (
   FROM _stage_run
   QUALIFY row_number() OVER (PARTITION BY ${id} ORDER BY ${updated} DESC, _fetched_at DESC, _file DESC, _seq DESC) = 1
 )
-SELECT k.*, cur.created_date AS old_created_date, cur.created_at AS old_created_at,
+SELECT k.*, cur.created_date AS old_created_date, cur.created_at AS old_created_at, cur.deleted_at AS old_deleted_at,
   CASE
     WHEN cur.id IS NULL THEN 'new'
+    WHEN cur.deleted_at IS NOT NULL THEN 'changed'
     WHEN k.updated_at > cur.updated_at THEN 'newer'
     WHEN k.updated_at < cur.updated_at THEN 'stale'
     WHEN k.payload_hash <> cur.payload_hash AND k.fetched_at >= cur.fetched_at THEN 'changed'
@@ -229,6 +232,15 @@ SELECT ${exprs.join(', ')} FROM (
 )`;
   }
 
+  /** The new observed states of the runs applied (runs_history), none for a resource without. */
+  states(range: ReplacedRange | null): string[] {
+    if (!this.resource.states) return [];
+    const sql = new RunStatesSql(this.resource);
+    const src = { at: (path: readonly string[]) => this.access('s', path), list: (m: string) => `s.${this.member(m)}` };
+    const from = `_stage_run AS s JOIN _stage_pick AS p ON s._file = p.filename AND s._seq = p.seq AND p.${APPLIED}`;
+    return [sql.stage(src, from, `s.${this.member('id')}`, `s.${this.member('updated_at')}`), ...sql.apply(range)];
+  }
+
   /** Everything the merge writes once the batch is judged, staging dropped at the end. */
   merge(range: ReplacedRange | null): string[] {
     const dirty = `INSERT INTO _sync_export_dirty (table_name, created_date, created_at)
@@ -242,6 +254,7 @@ SELECT DISTINCT 'runs', d, t FROM (
       ...this.delete(range),
       this.insertRuns(),
       ...this.resource.children.map((c) => this.insertChild(c)),
+      ...this.states(range),
       recordRunKeys(
         `SELECT id, created_date FROM _stage_pick
   WHERE verdict = 'new' OR (${REPLACED} AND created_date IS DISTINCT FROM old_created_date)`,

@@ -52,6 +52,7 @@ export function rebuildCommand(ctx: CliContext, setExit: (code: number) => void)
         const rows = [
           `${r.runs} runs`,
           `${r.childRows} child rows`,
+          `${r.states} observed run states`,
           `${r.catalogListings} catalog listing(s)`,
           `${r.toolOptionLists} tool-option list(s)`,
           `${r.rejected} payload(s) still refused`,
