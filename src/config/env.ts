@@ -44,6 +44,8 @@ export interface RunsyncConfig {
   readonly reconcileEvery: Micros | null;
   /** RUNSYNC_RECONCILE_BUDGET: the share of the key's rate rolling reconciliation may use. */
   readonly reconcileBudget: number;
+  /** RUNSYNC_DELETES: what a run the API deleted leaves in runs_history (soft: its closed states). */
+  readonly deletes: DeleteMode;
   /** RUNSYNC_RATE_LIMIT, requests per second; null: learn the limit from the API. */
   readonly rateLimit: number | null;
   /** RUNSYNC_RATE_RESERVE: share of the key's budget left to its other users. */
@@ -180,6 +182,15 @@ function positiveNumber(env: Env, name: string): number | null {
   return n;
 }
 
+export type DeleteMode = 'soft' | 'hard';
+
+function deleteMode(env: Env): DeleteMode {
+  const raw = setting(env, 'RUNSYNC_DELETES')?.toLowerCase() ?? null;
+  if (raw === null) return 'soft';
+  if (raw === 'soft' || raw === 'hard') return raw;
+  throw new ConfigError('RUNSYNC_DELETES', `must be soft or hard; got "${raw}"`);
+}
+
 function onOff(env: Env, name: string, fallback: boolean): boolean {
   const raw = setting(env, name)?.toLowerCase() ?? null;
   if (raw === null) return fallback;
@@ -276,6 +287,7 @@ export function loadConfig(env: Env = process.env, options: LoadConfigOptions = 
     openRunHorizon: duration(env, 'RUNSYNC_OPEN_RUN_HORIZON', parseDuration('30d') as Micros),
     reconcileEvery: reconcileEvery(env),
     reconcileBudget: share(env, 'RUNSYNC_RECONCILE_BUDGET', DEFAULT_RECONCILE_BUDGET, true),
+    deletes: deleteMode(env),
     rateLimit: positiveNumber(env, 'RUNSYNC_RATE_LIMIT'),
     rateReserve,
     redisUrl: redis,

@@ -30,6 +30,10 @@ export const SETTINGS: Readonly<Record<string, readonly [SettingGroup, string]>>
     'load',
     'evolve, freeze or discard new and changed API members, for all or per table: freeze,runs=evolve (default evolve)',
   ],
+  RUNSYNC_DELETES: [
+    'pass',
+    'a run the API deleted is marked in runs and closed in runs_history (soft), or its history dropped too (hard) (default soft)',
+  ],
   RUNSYNC_RECONCILE_BUDGET: ['pass', "the most of the key's rate rolling reconciliation may use (default 10%)"],
   RUNSYNC_RATE_LIMIT: ['api', 'requests per second this key may be used for, at most (default: learned)'],
   RUNSYNC_RATE_RESERVE: ['api', "share of the key's budget left to its other users (default 5%)"],

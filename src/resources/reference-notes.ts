@@ -105,6 +105,27 @@ export const BOOKKEEPING: Readonly<Record<string, BookkeepingNote>> = {
       listed_at: 'When its page was committed.',
     },
   },
+  _sync_vanished: {
+    about:
+      'Stored runs missing from a whole listing of their created day, each asked for by id at the end of the pass: `not_found` makes it deleted, an answer loads it.',
+    columns: {
+      run_id: 'The run (runs.id).',
+      created_date: "The run's created day.",
+      missed_at: 'When the listing that missed it covered the day.',
+      stream: 'The listing that missed it (as in `_sync_listed`).',
+    },
+  },
+  _sync_deletions: {
+    about:
+      'Runs the API deleted, one row per deletion, closed when the run comes back; `runsync rebuild` applies the open ones again.',
+    columns: {
+      run_id: 'The run (runs.id).',
+      created_date: "The run's created day.",
+      deleted_at: "When runsync found it deleted (the API's clock).",
+      mode: '`soft` (its states closed in runs_history) or `hard` (removed), as RUNSYNC_DELETES was.',
+      restored_at: 'When a later look found the run again; null while it stays deleted.',
+    },
+  },
   _sync_export_dirty: {
     about: 'What changed since the last Parquet export; the export rewrites these and clears them.',
     columns: {

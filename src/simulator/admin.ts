@@ -54,6 +54,14 @@ export function handleAdmin(
         const ids = ctx.world.settleOpenRuns(count, at('created_after') ?? 0, at('created_before') ?? ctx.world.now());
         return sendJson(res, 200, { settled: ids });
       }
+      case 'POST /_sim/runs/delete':
+      case 'POST /_sim/runs/restore': {
+        const ids = body.ids;
+        if (!Array.isArray(ids) || !ids.every((x) => typeof x === 'string'))
+          throw new Error('give {"ids": ["<run id>", …]}');
+        if (route.endsWith('delete')) return sendJson(res, 200, { deleted: ctx.world.deleteRuns(ids) });
+        return sendJson(res, 200, { restored: ctx.world.restoreRuns(ids) });
+      }
       case 'GET /_sim/faults':
         return sendJson(res, 200, ctx.faults.config);
       case 'PUT /_sim/faults':

@@ -40,6 +40,8 @@ export class SimWorld {
   readonly catalog: SimCatalog;
   readonly runs: RunUniverse;
   private readonly toolOptionCounter: ToolOptionCounter;
+  /** Runs deleted upstream: gone from the list, their detail not found, until restored. */
+  private readonly deleted = new Set<number>();
 
   constructor(
     readonly options: WorldOptions,
@@ -70,7 +72,7 @@ export class SimWorld {
 
   /** The run at `now`, or null when it does not exist (yet). */
   runAt(index: number, now = this.now()): { plan: RunPlan; version: RunVersion } | null {
-    if (index < 0 || this.runs.createdAt(index) > now) return null;
+    if (index < 0 || this.runs.createdAt(index) > now || this.deleted.has(index)) return null;
     const plan = this.runs.plan(index);
     const version = this.runs.versionAt(plan, now);
     return version ? { plan, version } : null;
@@ -97,6 +99,28 @@ export class SimWorld {
       ids.push(this.runs.plan(i).id);
     }
     return ids;
+  }
+
+  /** Deletes runs by id (they leave the list, their detail answers not_found); the ids it deleted. */
+  deleteRuns(ids: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const id of ids) {
+      const i = this.runs.indexOfId(id.toLowerCase());
+      if (i === null || this.runAt(i) === null) continue;
+      this.deleted.add(i);
+      out.push(id);
+    }
+    return out;
+  }
+
+  /** Brings deleted runs back as they were (their updated_at unchanged); the ids it restored. */
+  restoreRuns(ids: readonly string[]): string[] {
+    const out: string[] = [];
+    for (const id of ids) {
+      const i = this.runs.indexOfId(id.toLowerCase());
+      if (i !== null && this.deleted.delete(i)) out.push(id);
+    }
+    return out;
   }
 
   /** Newest first; `before` is the exclusive upper index from a previous page. */

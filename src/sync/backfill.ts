@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { type RunListFilter, runListQueries } from '../api/index.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { toJsonText } from '../warehouse/json-text.ts';
+import { probeVanished } from './deletions.ts';
 import { OperationError, type OperationResult, runOperation } from './operation.ts';
 import { emptyRunCounts, type RunCounts, type SyncDeps } from './types.ts';
 import { newWalk, readWalk, type WalkState, walkRuns } from './walk.ts';
@@ -89,6 +90,7 @@ async function backfill(deps: SyncDeps, spec: BackfillSpec, options: BackfillOpt
     options.onProgress?.(state, n);
   };
   await walkRuns(deps, result.key, walk, { onProgress }, result.runs);
+  await probeVanished(deps, result.runs);
 }
 
 /** A backfill that stopped: what it did so far (its position is saved) and why. */

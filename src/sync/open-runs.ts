@@ -49,8 +49,9 @@ export function isOpenRun(
 /** The same rule over the runs table, its columns named through `alias`. */
 export function openRunSql(alias = 'runs'): string {
   const c = (name: string) => `${alias}.${name}`;
-  return `(${c('status')} IN ('running', 'paused') OR ${c('approval_waiting_for_approval')} IS TRUE
-    OR ${c('scheduled_resume_at')} IS NOT NULL OR ${c('resolution_type')} = 'pending')`;
+  // A run the API deleted is not checked again: a whole listing that shows it restores it.
+  return `((${c('status')} IN ('running', 'paused') OR ${c('approval_waiting_for_approval')} IS TRUE
+    OR ${c('scheduled_resume_at')} IS NOT NULL OR ${c('resolution_type')} = 'pending') AND ${c('deleted_at')} IS NULL)`;
 }
 
 /**

@@ -2,6 +2,7 @@ import { PermissionError } from '../api/index.ts';
 import { MICROS_PER_SECOND } from '../util/timestamp.ts';
 import type { PassKind } from './audit.ts';
 import { type SnapshotResult, snapshotCatalog } from './catalog.ts';
+import { probeVanished } from './deletions.ts';
 import { reconcileHorizon, syncLiveWindow } from './live.ts';
 import { recordOpenRuns, refreshOpenRuns } from './open-runs.ts';
 import { exportCounts, OperationError, type OperationResult, runOperation } from './operation.ts';
@@ -159,6 +160,7 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
       wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
     );
     result.pendingRetried = await retryPending(deps, result.runs, Number(passes[0]?.n ?? 0));
+    await probeVanished(deps, result.runs);
     result.errors.push(...unloadableLines(await deps.gate.use((wh) => unloadableRuns(wh, 5))));
     const listedFrom = options.reconcile ? horizonStart : window.from;
     result.openRunsTracked = await deps.gate.use((wh) =>

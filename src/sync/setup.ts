@@ -82,6 +82,7 @@ export function createEngine(config: RunsyncConfig, o: EngineOptions): Engine {
     openRunHorizon: config.openRunHorizon,
     reconcileEvery: config.reconcileEvery,
     reconcileBudget: config.reconcileBudget,
+    deletes: config.deletes,
     ...(config.api ? { keySetting: config.api.keySetting } : {}),
     ...o.settings,
   };

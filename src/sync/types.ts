@@ -44,6 +44,11 @@ export interface SyncSettings {
   storedMapLimit?: number;
   /** Slice length of long windows, reconciliations and backfills (default a day). */
   sliceMicros: Micros;
+  /**
+   * What a run the API deleted leaves: soft, its states closed in runs_history; hard, none of its
+   * states (default soft). Either way runs keeps it, marked deleted, without its child rows.
+   */
+  deletes?: 'soft' | 'hard';
   /** The setting the API key came from, named when the API refuses it. */
   keySetting?: string;
 }
@@ -96,6 +101,8 @@ export interface RunCounts {
   rejected: number;
   /** Runs the schema contract kept out of a frozen table: in _sync_quarantine. */
   quarantined: number;
+  /** Runs found deleted upstream (missing from a whole re-listing, their detail not found). */
+  deleted: number;
   /** Slices (or pieces of one) listed again from their first page because the API refused a cursor. */
   cursorRestarts: number;
   /** Of those restarts, the ones that halved the piece being read, after repeated refusals. */
@@ -117,6 +124,7 @@ export function emptyRunCounts(): RunCounts {
     pending: 0,
     rejected: 0,
     quarantined: 0,
+    deleted: 0,
     cursorRestarts: 0,
     narrowed: 0,
   };

@@ -75,7 +75,8 @@ export function storedLimit(deps: Pick<SyncDeps, 'settings'>): number {
 }
 
 /**
- * Stored updated_at of the runs created in [from, to): what a page's summaries are judged by. Null
+ * Stored updated_at of the runs created in [from, to): what a page's summaries are judged by (a
+ * run marked deleted is not among them, so one listed again is fetched and restored). Null
  * when there are more than `limit`, so the walk reads them a slice at a time instead.
  */
 export async function storedUpdatedAt(
@@ -85,7 +86,7 @@ export async function storedUpdatedAt(
 ): Promise<Map<string, Micros> | null> {
   const rows = await wh.all<{ id: string; u: bigint }>(
     `SELECT id, epoch_us(updated_at) AS u FROM runs
-     WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} LIMIT $3`,
+     WHERE created_at >= ${US_TO_TSTZ('$1')} AND created_at < ${US_TO_TSTZ('$2')} AND deleted_at IS NULL LIMIT $3`,
     [BigInt(range.from), BigInt(range.to), limit + 1],
   );
   if (rows.length > limit) return null;
@@ -295,7 +296,8 @@ async function lookUpStored(deps: SyncDeps, page: ListPage<RunSummary>, known: K
   if (ids.length === 0) return known.lookedUp(new Map());
   const rows = await deps.gate.use((wh) =>
     wh.all<{ id: string; u: bigint }>(
-      `SELECT id, epoch_us(updated_at) AS u FROM ${storedRuns('SELECT unnest($1::VARCHAR[]) AS id', ['id', 'updated_at'])}`,
+      `SELECT id, epoch_us(updated_at) AS u FROM ${storedRuns('SELECT unnest($1::VARCHAR[]) AS id', ['id', 'updated_at', 'deleted_at'])}
+       WHERE deleted_at IS NULL`,
       [listValue(ids)],
     ),
   );

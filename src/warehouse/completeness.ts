@@ -1,5 +1,6 @@
 import { listValue } from '@duckdb/node-api';
 import { MICROS_PER_DAY, type Micros } from '../util/timestamp.ts';
+import { setAsideVanished } from './deletions.ts';
 import { US_TO_TSTZ } from './sql.ts';
 import { getState, setState } from './sync-state.ts';
 import type { SqlRunner } from './types.ts';
@@ -84,6 +85,8 @@ export async function coverTo(tx: SqlRunner, stream: string, to: Micros, by: str
   if (end > s.done) {
     days = (end - s.done) / MICROS_PER_DAY;
     await writeDays(tx, stream, { from: s.done, to: end }, by, at);
+    // The stored runs of those days the listing did not show may be deleted upstream.
+    await setAsideVanished(tx, stream, { from: s.done, to: end }, at);
     await tx.run(`DELETE FROM _sync_listed WHERE stream = $1 AND created_us < $2`, [stream, BigInt(end)]);
   }
   await setState(tx, streamKey(stream), { from: s.from, to, done: end }, at);

@@ -11,6 +11,7 @@ import { EVOLVED_CHILD_KEY } from '../resources/schema-evolve.ts';
 import type { ColumnSpec, ResourceSpec } from '../resources/types.ts';
 import { defaultMemoryBudget } from '../util/memory-budget.ts';
 import { processAlive } from '../util/process-alive.ts';
+import { insertDeletions, type OpenDeletion, openDeletions, reapplyDeletions } from './deletions.ts';
 import { applyListing } from './load-catalog.ts';
 import { applyToolOptions } from './load-tool-options.ts';
 import { openWarehouse } from './open.ts';
@@ -46,6 +47,8 @@ export interface RebuildResult {
 export interface RebuildOptions extends WarehouseOptions {
   /** Run details a statement reads (tests cut them finer). */
   rangeRuns?: number;
+  /** Deletions of runs still in force (the warehouse's _sync_deletions): applied again. */
+  deletions?: readonly OpenDeletion[];
 }
 
 /** Builds a fresh warehouse in `targetDir` from `sourceDir`/raw; targetDir must hold no warehouse yet. */
@@ -88,6 +91,13 @@ export async function rebuildInto(
     );
     for (const table of CATALOG_TABLES) await rebuildCatalog(wh, resolve(sourceDir), table, result);
     await rebuildToolOptions(wh, resolve(sourceDir), result);
+    if (options.deletions?.length) {
+      const deletions = options.deletions;
+      await wh.transaction(async (tx) => {
+        await insertDeletions(tx, deletions);
+        await reapplyDeletions(tx, wh.resource('runs'));
+      });
+    }
     await wh.run('CHECKPOINT');
     result.newColumns = wh.resources.flatMap(evolvedNames);
   } finally {
@@ -110,7 +120,8 @@ export async function rebuildInPlace(dir: string, options: RebuildOptions = {}):
     await mkdir(scratch, { recursive: true, mode: 0o700 });
     // A changed policy reaches what was archived before the tables are derived from it.
     const policy = await current.serial(() => reapplyPolicy(current, root, current.pii));
-    const result = await rebuildInto(root, scratch, { ...options, logger: current.logger });
+    const deletions = await current.serial(() => openDeletions(current));
+    const result = await rebuildInto(root, scratch, { ...options, logger: current.logger, deletions });
     result.policyFiles = policy.files;
     const fresh = join(scratch, DB_FILE);
     const had = new Set(current.resources.flatMap(evolvedNames));

@@ -238,7 +238,14 @@ SELECT ${exprs.join(', ')} FROM (
     const sql = new RunStatesSql(this.resource);
     const src = { at: (path: readonly string[]) => this.access('s', path), list: (m: string) => `s.${this.member(m)}` };
     const from = `_stage_run AS s JOIN _stage_pick AS p ON s._file = p.filename AND s._seq = p.seq AND p.${APPLIED}`;
-    return [sql.stage(src, from, `s.${this.member('id')}`, `s.${this.member('updated_at')}`), ...sql.apply(range)];
+    // A deleted run answered again is restored: its deletion closed.
+    const restored = `UPDATE _sync_deletions d SET restored_at = p.fetched_at FROM _stage_pick p
+WHERE p.${APPLIED} AND p.old_deleted_at IS NOT NULL AND d.run_id = p.id AND d.restored_at IS NULL`;
+    return [
+      sql.stage(src, from, `s.${this.member('id')}`, `s.${this.member('updated_at')}`),
+      ...sql.apply(range),
+      restored,
+    ];
   }
 
   /** Everything the merge writes once the batch is judged, staging dropped at the end. */
