@@ -123,7 +123,9 @@ describe('loading run details', () => {
     for (const d of details) {
       const want = flattenRunDetail(d);
       const [run] = await readRows(wh, 'runs', `id = '${String(d.id).replace(/'/g, "''")}'`);
-      const { fetched_at: _f, payload_hash: _h, ...stored } = run as Record<string, unknown>;
+      const { fetched_at: _f, payload_hash: _h, is_deleted, deleted_at, ...stored } = run as Record<string, unknown>;
+      // What runsync adds to a run it loaded: not deleted.
+      expect([is_deleted, deleted_at]).toEqual([false, null]);
       expect(normalise(stored, RUN_JSON), String(d.id)).toEqual(normalise(want.run, RUN_JSON));
       for (const child of RUNS.children) {
         const rows = await readRows(wh, child.table, `run_id = '${String(d.id).replace(/'/g, "''")}' ORDER BY rowid`);
