@@ -28,6 +28,8 @@ export function passLines(r: PassResult): string[] {
       lines.push(
         `  quarantined   ${c.quarantined} run(s) the schema contract keeps out of frozen tables (see _sync_quarantine)`,
       );
+    if (c.deleted)
+      lines.push(`  deleted       ${c.deleted} run(s) the API no longer has, marked in runs (see _sync_deletions)`);
     const retried = r.pendingRetried ? `; ${r.pendingRetried} earlier failure(s) retried` : '';
     lines.push(`  open runs     ${r.openRunsChecked} re-checked, ${r.openRunsTracked} still open${retried}`);
     if (r.openRunsDeferred > 0)
