@@ -6,6 +6,7 @@ import { createEngine, runPass } from '../src/sync/index.ts';
 import { silentLogger } from '../src/util/logger.ts';
 import { formatTimestamp, MICROS_PER_DAY, type Micros } from '../src/util/timestamp.ts';
 import { rebuildInto } from '../src/warehouse/rebuild.ts';
+import { declaredFingerprint } from '../src/warehouse/schema.ts';
 import { rawArchive, worldsDir } from './scale-world.ts';
 
 // A warehouse holding what the simulator's world shows at `now`, as a first sync would have left
@@ -24,7 +25,9 @@ export interface WorldSpec {
 }
 
 function cacheDir(w: WorldSpec): string {
-  return join(worldsDir(), `w-rebuilt-${w.seed}-${w.size}-${w.days}-${w.now}`);
+  // Named by the declared tables too: a warehouse built by a runsync with other tables (one
+  // without runs_history) would measure passes against tables this one does not have.
+  return join(worldsDir(), `w-rebuilt-${declaredFingerprint()}-${w.seed}-${w.size}-${w.days}-${w.now}`);
 }
 
 export function startDateOf(w: WorldSpec): string {
