@@ -23,12 +23,15 @@ export async function rebuildStates(wh: Warehouse, files: readonly string[], res
   );
   const buckets = Math.max(1, Math.ceil(Number(n?.n ?? 0) / STATE_BUCKET_ROWS));
   const structure = sql.structure(runStructure(resource) as Record<string, unknown>);
-  await wh.run(sql.rebuildStage(payloads, list, structure, buckets));
+  await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_state_files (filename VARCHAR, ord INTEGER)`);
+  await wh.run(`INSERT INTO _rebuild_state_files SELECT unnest(${list}), unnest(range(${files.length}))`);
+  await wh.run(sql.rebuildStage(payloads, structure, buckets));
   let rows = 0;
   for (let b = 0; b < buckets; b++) {
-    const [r] = await wh.all<{ Count: bigint }>(sql.rebuildInsert(b));
+    const [r] = await wh.all<{ Count: bigint }>(sql.rebuildInsert(b, '_rebuild_state_files'));
     rows += Number(r?.Count ?? 0);
   }
   await wh.run('DROP TABLE _rebuild_states');
+  await wh.run('DROP TABLE _rebuild_state_files');
   return rows;
 }

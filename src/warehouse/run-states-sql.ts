@@ -121,11 +121,12 @@ SELECT ${this.names().map(quoteIdent).join(', ')} FROM _stage_state n`;
 
   /**
    * Rebuild, first step: _rebuild_states, the state of every payload row of `payloads` (a query
-   * with filename, seq, fetched_at, payload), its file's place in commit order in `files` (a SQL
-   * list: a join with a table of them may be planned with the payloads on its build side), and
-   * a bucket of its run (of `buckets`), so the judging below reads one bucket at a time.
+   * with filename, seq, fetched_at, payload), its file named, and a bucket of its run (of
+   * `buckets`), so the judging below reads one bucket at a time. Files are joined to their place in
+   * commit order only there: a join of the payloads with them may be planned with the payloads on
+   * its build side.
    */
-  rebuildStage(payloads: string, files: string, structure: string, buckets: number): string {
+  rebuildStage(payloads: string, structure: string, buckets: number): string {
     const src: StateSource = {
       at: (path) => ['r', ...path.map(quoteIdent)].join('.'),
       list: (member) => `r.${quoteIdent(member)}`,
@@ -134,10 +135,10 @@ SELECT ${this.names().map(quoteIdent).join(', ')} FROM _stage_state n`;
     const select = values.map(([n, e]) => `${e} AS ${quoteIdent(n)}`);
     return `CREATE OR REPLACE TEMP TABLE _rebuild_states AS
 SELECT ${select.join(', ')}, (r.created_at AT TIME ZONE 'UTC')::DATE AS created_date,
-       ord, seq, fetched_at, ${this.hash(values)} AS state_hash,
+       filename, seq, fetched_at, ${this.hash(values)} AS state_hash,
        hash(r.${quoteIdent(this.resource.key)}) % ${buckets} AS _bucket
 FROM (
-  SELECT list_position(${files}, a.filename) AS ord, a.seq, a.fetched_at AT TIME ZONE 'UTC' AS fetched_at,
+  SELECT a.filename, a.seq, a.fetched_at AT TIME ZONE 'UTC' AS fetched_at,
          json_transform(a.payload, ${quoteLiteral(structure)}) AS r
   FROM ${payloads} AS a
 )`;
@@ -149,12 +150,13 @@ FROM (
    * a newer updated_at (or the same one fetched later); of the applied picks with one updated_at
    * the last state holds, first observed by the earliest pick in that state.
    */
-  rebuildInsert(bucket: number): string {
+  rebuildInsert(bucket: number, files: string): string {
     const key = quoteIdent(this.resource.key);
     const cols = [...this.columns.map((c) => c.name), ...this.spec.counts.map((c) => c.name)].map(quoteIdent);
     return `INSERT INTO ${this.table} (${this.names().map(quoteIdent).join(', ')})
 WITH picked AS (
-  SELECT * EXCLUDE (_bucket) FROM _rebuild_states WHERE _bucket = ${bucket}
+  SELECT s.* EXCLUDE (_bucket, filename), f.ord FROM _rebuild_states s JOIN ${files} f USING (filename)
+  WHERE s._bucket = ${bucket}
   QUALIFY row_number() OVER (PARTITION BY ${key}, ord ORDER BY updated_at DESC, fetched_at DESC, seq DESC) = 1
 ),
 judged AS (
