@@ -238,9 +238,9 @@ export const LEDGER_VIEWS: Readonly<Record<string, BookkeepingNote>> = {
     columns: {
       day: 'The UTC day the runs were created.',
       listed_runs: 'Runs the API listed that day when it was last listed whole; null: never listed whole.',
-      warehouse_runs: 'Runs of that day in `runs` now.',
+      warehouse_runs: 'Runs of that day in `runs` now, those marked deleted left out.',
       listed_checksum: "The listing's checksum of (id, updated_at); see `_sync_completeness`.",
-      warehouse_checksum: 'The same checksum over the runs of that day in `runs` now.',
+      warehouse_checksum: 'The same checksum over those runs.',
       open_runs: 'Runs of that day not yet settled (`_sync_open_runs`).',
       verified_at: 'When a listing last covered the day whole.',
       listed_by: 'What listed it: sync, reconcile, backfill or verify.',
