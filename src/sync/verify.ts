@@ -127,14 +127,15 @@ async function listRange(
 
 /** One row per listed run, at its newest listing. */
 const LISTED = `SELECT id, max(updated_us) AS u FROM _sync_listed WHERE stream = '${VERIFY_STREAM}' GROUP BY id`;
-const MISSING = `FROM (${LISTED}) l ANTI JOIN runs r ON r.id = l.id`;
-const STALE = `FROM (${LISTED}) l JOIN runs r ON r.id = l.id WHERE epoch_us(r.updated_at) < l.u`;
+// A run marked deleted that the API lists again is missing: fetching it restores it.
+const MISSING = `FROM (${LISTED}) l ANTI JOIN (SELECT id FROM runs WHERE deleted_at IS NULL) r ON r.id = l.id`;
+const STALE = `FROM (${LISTED}) l JOIN runs r ON r.id = l.id WHERE epoch_us(r.updated_at) < l.u AND r.deleted_at IS NULL`;
 
 const EXAMPLES = 5;
 
 async function compare(db: SqlRunner, spec: VerifySpec): Promise<VerifyDiff> {
   const unlisted = `FROM runs r ANTI JOIN (${LISTED}) l ON l.id = r.id
-    WHERE r.created_at >= ${US_TO_TSTZ('$1')} AND r.created_at < ${US_TO_TSTZ('$2')}`;
+    WHERE r.created_at >= ${US_TO_TSTZ('$1')} AND r.created_at < ${US_TO_TSTZ('$2')} AND r.deleted_at IS NULL`;
   const range = [BigInt(spec.from), BigInt(spec.to)];
   const count = async (from: string, params: SqlParams = []) =>
     Number((await db.all<{ n: bigint }>(`SELECT count(*) AS n ${from}`, params))[0]?.n ?? 0);
