@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import { header } from '../budget/headers.ts';
-import type { BudgetClock, HeaderMap, RateBudget } from '../budget/types.ts';
+import type { BudgetClock, Grant, HeaderMap, RateBudget } from '../budget/types.ts';
 import { type Logger, redactText } from '../util/logger.ts';
 import type { EndpointName } from './endpoints.ts';
 import { encodeQuery, type QueryPair } from './filters.ts';
@@ -85,7 +85,10 @@ export class ApiTransport {
     let waits = 0;
     for (;;) {
       const grant = await budget.acquire(req.endpoint, req.signal);
-      if (grant.probe) this.probe();
+      if (grant.probe) {
+        await this.probe(grant, req.signal);
+        continue;
+      }
       attempts++;
       const detail = req.endpoint === 'runs.get';
       if (detail) this.details.granted(grant.paced ?? null);
@@ -142,14 +145,33 @@ export class ApiTransport {
   }
 
   /**
-   * A one-item runs-list page sent beside the traffic for its X-RateLimit-* headers, which only
-   * runs-list pages carry: the budget asks for one when its figures grow old while other endpoints
-   * are busy. Its failures are not anyone's to report.
+   * A one-item runs-list page sent on a turn the budget gave for it, for its X-RateLimit-* headers,
+   * which only runs-list pages carry (docs/rate-budget.md: after a 429's pause, and when the
+   * figures grow old). Its answer is told to the budget; its failures are not anyone's to report.
    */
-  private probe(): void {
-    this.get({ endpoint: 'runs.list', path: '/runs', query: [['limit', '1']], expect: 'list' }).catch((e: unknown) => {
-      this.o.logger.debug({ error: this.redact(String(e)) }, 'a rate probe failed');
-    });
+  private async probe(grant: Grant, signal: AbortSignal | undefined): Promise<void> {
+    const path = `${this.o.basePath}/runs${encodeQuery([['limit', '1']])}`;
+    const outcome = await this.send(path, 'runs.list', signal);
+    this.stats.requests++;
+    const status = outcome.kind === 'response' ? outcome.status : 0;
+    this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
+    if (outcome.kind !== 'response') {
+      this.o.logger.debug({ error: this.redact(String(outcome.error)) }, 'a rate probe failed');
+      return;
+    }
+    await this.o.budget.observe('runs.list', outcome.status, outcome.headers, grant);
+    if (outcome.status === 429) {
+      this.stats.rateLimited++;
+      const wait = classify(outcome, {
+        endpoint: 'runs.list',
+        path,
+        expect: 'list',
+        redact: (t) => this.redact(t),
+        nowMs: this.o.clock.now(),
+      });
+      if (wait.action === 'wait')
+        await this.o.budget.pause(Math.min(wait.waitMs, this.o.retry.maxRetryAfterMs), 'runs.list');
+    }
   }
 
   private async send(path: string, endpoint: EndpointName, signal: AbortSignal | undefined): Promise<Outcome> {

@@ -1,13 +1,11 @@
+export { DEFAULT_RESERVE, initialBudgetState, keyPace, MARGIN } from './belief.ts';
 export { systemClock } from './clock.ts';
-export { readRateHeaders, resetToMs, retryAfterMs } from './headers.ts';
-export { measure } from './measure.ts';
+export { header, readRateHeaders, resetToMs, retryAfterMs } from './headers.ts';
 export { MemoryBudgetStore } from './memory-store.ts';
-export type { Slot, Wait } from './policy.ts';
-export { initialBudgetState, learn, pacedRate, pauseUntil, takeSlot } from './policy.ts';
-export { DEFAULT_RESERVE, type RateBudgetOptions, SharedRateBudget } from './rate.ts';
-export { reserveCount, room } from './room.ts';
+export { type RateBudgetOptions, SharedRateBudget } from './rate.ts';
+export { learn, pauseUntil, takeTurn } from './turns.ts';
 export type {
-  BucketEstimate,
+  Bucket,
   BucketView,
   BudgetClock,
   BudgetPolicy,
@@ -15,12 +13,10 @@ export type {
   BudgetState,
   BudgetStore,
   BudgetUse,
+  Figure,
   Grant,
   HeaderMap,
-  LimiterGuess,
   RateBudget,
   RateObservation,
-  Sample,
 } from './types.ts';
-export { budgetUse } from './use.ts';
-export { bucketViews } from './views.ts';
+export { allowance, bucketViews, budgetUse, keyShare } from './views.ts';

@@ -1,4 +1,4 @@
-import { initialBudgetState } from './policy.ts';
+import { initialBudgetState } from './belief.ts';
 import type { BudgetState, BudgetStore } from './types.ts';
 
 // The budget's state for one process. Updates run synchronously between awaits, so each one is

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import { initialBudgetState } from './policy.ts';
+import { initialBudgetState } from './belief.ts';
 import type { BudgetState, BudgetStore } from './types.ts';
 
 // The budget's state shared by every process using the key, as one JSON value in Redis. An update

@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { Counter, Gauge, Registry } from 'prom-client';
 import type { ApiClient } from '../api/index.ts';
-import type { BudgetUse } from '../budget/index.ts';
+import type { BucketView, BudgetUse } from '../budget/index.ts';
 import type { FreshnessSummary } from '../sync/freshness.ts';
 import { lastHourLags } from '../sync/status.ts';
 import type { WorkerQueues } from './job-context.ts';
@@ -235,31 +235,41 @@ function freshnessGauges(registry: Registry, o: MetricsSources, lastPass: LastPa
   });
 }
 
-/** What the rate budget had learned by the last pass's end, and how much of the key's rate it used. */
+/** Per bucket, what the rate budget believed at the last pass's end (docs/rate-budget.md's words). */
+const BUCKET_GAUGES: [name: string, help: string, value: (b: BucketView) => number][] = [
+  ['burst', "Each bucket's burst (X-RateLimit-Limit): requests it lets through at once when full", (b) => b.burst],
+  [
+    'window_seconds',
+    'How long each bucket takes to give its burst back, as its Reset figures prove',
+    (b) => b.windowSeconds,
+  ],
+  ['sustained_per_second', "Each bucket's sustained rate: its burst per window", (b) => b.sustainedPerSecond],
+  [
+    'others_per_second',
+    'Requests per second others take from each bucket, as its Remaining figures show',
+    (b) => b.othersPerSecond,
+  ],
+  [
+    'pace_per_second',
+    'Requests per second the budget paces requests drawing on each bucket to',
+    (b) => b.pacePerSecond,
+  ],
+];
+
+/** What the rate budget believed by the last pass's end, and how much of the key's rate it used. */
 function budgetGauges(registry: Registry, lastPass: LastPassReader): void {
-  new Gauge({
-    name: 'runsync_rate_budget_requests_per_second',
-    help: 'Sustained rate the budget learned for each bucket the server keeps (scope: key, or an endpoint of its own)',
-    labelNames: ['scope', 'limiter', 'measured'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const b of (await lastPass())?.rateBudget?.buckets ?? []) {
-        const labels = { scope: b.scope, limiter: b.guess, measured: String(b.measured) };
-        this.set(labels, b.ratePerSecond ?? UNKNOWN);
-      }
-    },
-  });
-  new Gauge({
-    name: 'runsync_rate_budget_burst',
-    help: "Each bucket's size (X-RateLimit-Limit): requests it lets through at once when full",
-    labelNames: ['scope'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const b of (await lastPass())?.rateBudget?.buckets ?? []) this.set({ scope: b.scope }, b.limit);
-    },
-  });
+  for (const [name, help, value] of BUCKET_GAUGES) {
+    new Gauge({
+      name: `runsync_rate_budget_${name}`,
+      help: `${help} (scope: key, or an endpoint of its own)`,
+      labelNames: ['scope'],
+      registers: [registry],
+      async collect() {
+        this.reset();
+        for (const b of (await lastPass())?.rateBudget?.buckets ?? []) this.set({ scope: b.scope }, value(b));
+      },
+    });
+  }
   new Gauge({
     name: 'runsync_rate_budget_used_ratio',
     help: "The last runs pass's requests as a share of what the key allowed over the pass (its burst and rate)",

@@ -1,15 +1,23 @@
-import { type BudgetClock, type HeaderMap, SharedRateBudget } from '../../src/budget/index.ts';
+import {
+  type BudgetClock,
+  type Grant,
+  type HeaderMap,
+  MemoryBudgetStore,
+  retryAfterMs,
+  SharedRateBudget,
+} from '../../src/budget/index.ts';
 import type { RateLimitConfig } from '../../src/simulator/index.ts';
 import { SimRateLimiter } from '../../src/simulator/rate-limit.ts';
 
-// The budget against the simulator's limiters on simulated time: callers take turns, the limiter
-// decides, the budget learns from the same headers the simulator's HTTP server would send (only on
-// runs-list 200s and on 429s). Minutes of traffic run in well under a second, so every limiter and
-// rate can be tried; the HTTP tests then confirm a few cases on real time.
+// A first sync against the simulator's limiters on simulated time: callers take turns, the
+// limiter decides, the budget learns from the headers the simulator's server would send (figures
+// on runs-list 200s and on 429s, none on run details). A gateway in front may refuse a share of
+// requests with a 429 of its own, unrelated to the key's rate, and fail another share with a 500.
+// Minutes of traffic run in well under a second, whatever the machine's load.
 
-class ManualClock implements BudgetClock {
+export class ManualClock implements BudgetClock {
   t: number;
-  private timers: { at: number; resolve: () => void; reject: (e: unknown) => void }[] = [];
+  private timers: { at: number; resolve: () => void }[] = [];
   constructor(start: number) {
     this.t = start;
   }
@@ -20,70 +28,76 @@ class ManualClock implements BudgetClock {
     if (signal?.aborted) return Promise.reject(signal.reason);
     if (!(ms <= Number.MAX_SAFE_INTEGER)) throw new Error(`bad sleep ${ms}`);
     if (ms <= 0) return Promise.resolve();
-    return new Promise((resolve, reject) => this.timers.push({ at: this.t + ms, resolve, reject }));
+    return new Promise((resolve) => this.timers.push({ at: this.t + ms, resolve }));
   }
-  /** Runs until `until`, moving time to each timer when nothing else is left to run. */
-  async run(until: number): Promise<void> {
-    for (;;) {
+  /** Runs until every caller is done, moving time to each timer when nothing else is left to run. */
+  async run(done: () => boolean, limitMs: number): Promise<void> {
+    const end = this.t + limitMs;
+    while (!done()) {
       for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+      if (done()) return;
       this.timers.sort((a, b) => a.at - b.at);
-      const next = this.timers[0];
-      if (!next || next.at > until) {
-        this.t = until;
-        return;
-      }
-      this.timers.shift();
+      const next = this.timers.shift();
+      if (!next || next.at > end) throw new Error('the simulated sync did not finish');
       this.t = Math.max(this.t, next.at);
       next.resolve();
     }
   }
 }
 
-export interface HarnessOptions {
+/** A gateway's own refusals and failures, each a share of requests, at random (seeded). */
+export interface Gateway {
+  /** Share of requests refused with a 429 of the gateway's own. */
+  spurious: number;
+  /** Its Retry-After, whole seconds, drawn evenly from this range. */
+  retryAfterSeconds: [number, number];
+  /** Share of requests failed with a 500. */
+  errors: number;
+  /** The figures a gateway 429 carries: `zero` a bucket read as empty, `none` no figures. */
+  figures: 'zero' | 'none';
+}
+
+export interface SyncOptions {
   limits: Partial<RateLimitConfig>;
-  /** The sustained rate the key may have, requests per second, to compare with. */
-  seconds: number;
+  /** Run details to fetch (one runs-list page of 100 before each hundred). */
+  runs: number;
   /** Budgets sharing one state (workers), each with `concurrency` callers. */
   workers?: number;
   concurrency?: number;
-  /** One runs-list page per this many detail fetches (a first sync lists 100 runs a page). */
-  listEvery?: number;
   latencyMs?: number;
-  /** Each way of a request takes up to this much longer, at random (seeded): round trips vary. */
+  /** Each way of a request takes up to this much longer, at random (seeded). */
   jitterMs?: number;
-  /** One request in `slowEvery` (at random, seeded) takes `slowMs` longer each way: a busy process. */
-  slowMs?: number;
-  slowEvery?: number;
-  /** Each worker's first request takes this much longer to reach the server (a connection opened). */
-  coldMs?: number;
-  /** Each worker's first request is a runs-list page, as each client primes the budget with one. */
-  primed?: boolean;
-  /** Where in a second the run starts, in ms (default 123). */
-  phaseMs?: number;
+  gateway?: Gateway;
   reserve?: number;
   ceiling?: number | null;
-  /** Told the rate the budget paces to after each response that carried figures. */
-  onPaced?: (ratePerSecond: number | null, at: number) => void;
-  /** Told of every request the limiter decided, to trace a case. */
-  onRequest?: (e: { at: number; endpoint: string; allowed: boolean; remaining: number; reset: number }) => void;
+  /** Where in a second the sync starts, in ms. */
+  phaseMs?: number;
 }
 
-export interface HarnessResult {
+export interface SyncResult {
+  /** Every request sent. */
   requests: number;
-  ok: number;
+  /** 429s of the limiter, and of the gateway. */
   limited: number;
-  /** Accepted requests per second over the last half of the run. */
-  lateRate: number;
-  /** The rate the budget learned for the key's bucket (the tightest every request draws on). */
-  learned: number | null;
+  spurious: number;
+  errors: number;
+  wallMs: number;
+  /** Time within a Retry-After of some 429 (overlapping waits counted once). */
+  waitedMs: number;
   budget: SharedRateBudget;
-  /** Most requests accepted in any aligned second. */
-  busiestSecond: number;
 }
 
 const T0 = 1_800_000_000_000;
 
-export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
+/** What the key's bucket reports as its Limit: a gateway's 429 names the same bucket. */
+function keyBurst(l: Partial<RateLimitConfig>): number {
+  const b = l.perKey ?? l.perOrg;
+  return b ? (b.burst ?? b.limit) : 100;
+}
+/** A failed request is tried again after this (the transport's backoff, roughly). */
+const RETRY_MS = 200;
+
+export async function runSync(o: SyncOptions): Promise<SyncResult> {
   const clock = new ManualClock(T0 + (o.phaseMs ?? 123));
   const limiter = new SimRateLimiter({
     model: 'fixed',
@@ -93,91 +107,107 @@ export async function runHarness(o: HarnessOptions): Promise<HarnessResult> {
     neighbourPerSecond: 0,
     ...o.limits,
   });
-  const { MemoryBudgetStore } = await import('../../src/budget/index.ts');
   const store = new MemoryBudgetStore();
   const workers = Array.from(
     { length: o.workers ?? 1 },
-    () => new SharedRateBudget({ store, clock, reserve: o.reserve ?? 0.05, ceilingPerSecond: o.ceiling ?? null }),
+    () => new SharedRateBudget({ store, clock, reserve: o.reserve ?? 0, ceilingPerSecond: o.ceiling ?? null }),
   );
-  const latency = o.latencyMs ?? 20;
-  const jitter = o.jitterMs ?? 0;
   let seed = 19;
   // A small seeded generator (a linear congruential one) keeps every run of a case the same.
   const random = () => {
     seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
     return seed / 2_147_483_648;
   };
-  const way = () => latency / 2 + (jitter > 0 ? random() * jitter : 0);
-  const slow = () => (o.slowMs && o.slowEvery && random() * o.slowEvery < 1 ? o.slowMs : 0);
-  const end = T0 + o.seconds * 1000;
-  let requests = 0;
-  let ok = 0;
-  let limited = 0;
-  let lateOk = 0;
-  let sent = 0;
-  const perSecond = new Map<number, number>();
+  const latency = o.latencyMs ?? 20;
+  const way = () => latency / 2 + (o.jitterMs ? random() * o.jitterMs : 0);
+  const r = { requests: 0, limited: 0, spurious: 0, errors: 0, waitedMs: 0 };
+  let waitedUntil = 0;
+  const waited = (ms: number) => {
+    const from = Math.max(clock.now(), waitedUntil);
+    waitedUntil = Math.max(waitedUntil, clock.now() + ms);
+    r.waitedMs += Math.max(0, waitedUntil - from);
+  };
 
-  const warm = new Set<SharedRateBudget>();
+  /** One request, tried until it succeeds. */
   async function one(budget: SharedRateBudget, endpoint: string): Promise<void> {
     for (;;) {
       const grant = await budget.acquire(endpoint);
-      if (clock.now() >= end) return;
-      if (grant.probe) void one(budget, 'runs.list');
-      const cold = warm.has(budget) ? 0 : (o.coldMs ?? 0);
-      warm.add(budget);
-      const late = slow();
-      await clock.sleep(way() + cold + late);
-      const d = limiter.check('k', 'org', endpoint, clock.now());
-      requests++;
-      if (d)
-        o.onRequest?.({ at: clock.now() - T0, endpoint, allowed: d.allowed, remaining: d.remaining, reset: d.reset });
-      await clock.sleep(way() + late);
-      const headers: HeaderMap =
-        d && (endpoint === 'runs.list' || !d.allowed)
-          ? {
-              'x-ratelimit-limit': String(d.limit),
-              'x-ratelimit-remaining': String(d.remaining),
-              'x-ratelimit-reset': String(d.reset),
-              ...(d.allowed ? {} : { 'retry-after': String(d.retryAfter) }),
-            }
-          : {};
-      await budget.observe(endpoint, d?.allowed === false ? 429 : 200, headers, grant);
-      if (o.onPaced && 'x-ratelimit-limit' in headers)
-        o.onPaced((await budget.snapshot()).ratePerSecond, clock.now() - T0);
-      if (d && !d.allowed) {
-        limited++;
-        await budget.pause(d.retryAfter * 1000, endpoint);
+      if (grant.probe) {
+        await send(budget, 'runs.list', grant);
         continue;
       }
-      ok++;
-      const second = Math.floor(clock.now() / 1000);
-      perSecond.set(second, (perSecond.get(second) ?? 0) + 1);
-      if (clock.now() >= T0 + (o.seconds * 1000) / 2) lateOk++;
-      return;
+      const status = await send(budget, endpoint, grant);
+      if (status === 200) return;
     }
   }
 
-  const listEvery = o.listEvery ?? 100;
-  const callers = workers.flatMap((budget) =>
-    Array.from({ length: o.concurrency ?? 8 }, async (_, i) => {
-      if (o.primed && i === 0) await one(budget, 'runs.list');
-      while (clock.now() < end) {
-        const n = sent++;
-        await one(budget, n % listEvery === 0 ? 'runs.list' : 'runs.get');
+  /** One attempt on `grant`: its status, after the budget heard the answer and any 429's pause. */
+  async function send(budget: SharedRateBudget, endpoint: string, grant: Grant): Promise<number> {
+    {
+      await clock.sleep(way());
+      r.requests++;
+      const g = o.gateway;
+      const draw = random();
+      let status = 200;
+      let headers: HeaderMap = {};
+      if (g && draw < g.spurious) {
+        const wait =
+          g.retryAfterSeconds[0] + Math.floor(random() * (g.retryAfterSeconds[1] - g.retryAfterSeconds[0] + 1));
+        status = 429;
+        r.spurious++;
+        headers = {
+          'retry-after': String(wait),
+          ...(g.figures === 'zero'
+            ? {
+                'x-ratelimit-limit': String(keyBurst(o.limits)),
+                'x-ratelimit-remaining': '0',
+                'x-ratelimit-reset': String(Math.ceil(clock.now() / 1000) + wait),
+              }
+            : {}),
+        };
+      } else if (g && draw < g.spurious + g.errors) {
+        status = 500;
+        r.errors++;
+      } else {
+        const d = limiter.check('k', 'org', endpoint, clock.now());
+        if (d && !d.allowed) {
+          status = 429;
+          r.limited++;
+        }
+        if (d && (endpoint === 'runs.list' || !d.allowed)) {
+          headers = {
+            'x-ratelimit-limit': String(d.limit),
+            'x-ratelimit-remaining': String(d.remaining),
+            'x-ratelimit-reset': String(d.reset),
+            ...(d.allowed ? {} : { 'retry-after': String(d.retryAfter) }),
+          };
+        }
       }
+      await clock.sleep(way());
+      await budget.observe(endpoint, status, headers, grant);
+      if (status === 429) {
+        const wait = retryAfterMs(headers, undefined, clock.now());
+        waited(wait);
+        await budget.pause(wait, endpoint);
+      } else if (status !== 200) await clock.sleep(RETRY_MS);
+      return status;
+    }
+  }
+
+  let next = 0;
+  let done = 0;
+  const callers = workers.flatMap((budget) =>
+    Array.from({ length: o.concurrency ?? 8 }, async () => {
+      for (;;) {
+        const n = next++;
+        if (n >= o.runs + Math.ceil(o.runs / 100)) break;
+        await one(budget, n % 101 === 0 ? 'runs.list' : 'runs.get');
+      }
+      done++;
     }),
   );
-  await clock.run(end + 60_000);
+  const all = callers.length;
+  await clock.run(() => done === all, 3_600_000);
   await Promise.all(callers);
-  const snap = await (workers[0] as SharedRateBudget).snapshot();
-  const shared = snap.buckets.filter((b) => b.scope === 'key' && b.ratePerSecond !== null);
-  return {
-    requests,
-    ok,
-    limited,
-    lateRate: lateOk / (o.seconds / 2),
-    learned: shared.length ? Math.min(...shared.map((b) => b.ratePerSecond as number)) : null,
-    budget: workers[0] as SharedRateBudget,
-    busiestSecond: Math.max(0, ...perSecond.values()),
-  };
+  return { ...r, wallMs: clock.now() - T0 - (o.phaseMs ?? 123), budget: workers[0] as SharedRateBudget };
 }

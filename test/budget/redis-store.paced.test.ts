@@ -44,7 +44,7 @@ describe('two processes over one Redis budget', () => {
     });
     const snap = await a.snapshot();
     expect(snap.limit).toBe(20);
-    expect(snap.buckets).toContainEqual(expect.objectContaining({ scope: 'runs.get', limit: 5 }));
+    expect(snap.buckets).toContainEqual(expect.objectContaining({ scope: 'runs.get', burst: 5 }));
 
     // Six detail requests split between the two processes: their own bucket (5 a second) spaces them.
     const starts: number[] = [];

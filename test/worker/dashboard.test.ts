@@ -58,10 +58,11 @@ describe('runsync worker --dashboard', () => {
     expect(metrics).toMatch(/runsync_runs_loaded_total [1-9]\d*/);
     expect(metrics).toMatch(/runsync_lag_seconds \d/);
     expect(metrics).toMatch(/runsync_open_runs \d/);
-    expect(metrics).toMatch(
-      /runsync_rate_budget_requests_per_second\{scope="key",limiter="\w+",measured="\w+"\} [\d.]+/,
-    );
     expect(metrics).toMatch(/runsync_rate_budget_burst\{scope="key"\} [1-9]\d*/);
+    expect(metrics).toMatch(/runsync_rate_budget_window_seconds\{scope="key"\} [1-9]\d*/);
+    expect(metrics).toMatch(/runsync_rate_budget_sustained_per_second\{scope="key"\} [1-9][\d.]*/);
+    expect(metrics).toMatch(/runsync_rate_budget_others_per_second\{scope="key"\} [\d.]+/);
+    expect(metrics).toMatch(/runsync_rate_budget_pace_per_second\{scope="key"\} [1-9][\d.]*/);
     expect(metrics).toMatch(/runsync_rate_budget_used_ratio (nan|[\d.]+)/i);
     // A first sync loads history, which says nothing of freshness; the passes after it do.
     expect(metrics).toMatch(/runsync_change_lag_seconds\{resource="runs",stage="warehouse",quantile="0.95"\} NaN/i);

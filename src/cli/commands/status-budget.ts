@@ -4,21 +4,18 @@ import { keyShare } from '../../worker/key-share.ts';
 
 export { allowance, keyShare } from '../../worker/key-share.ts';
 
-// The status lines on the rate budget: what it learned of each bucket the server keeps (the key's,
-// an organization's, an endpoint's own), and how much of what the key allowed the last pass used.
+// The status lines on the rate budget, in the words of docs/rate-budget.md: what it believes of
+// each bucket the server keeps (the key's, an organization's, an endpoint's own), and how much of
+// what the key allowed the last pass used.
 
-const GUESS: Record<BucketView['guess'], string> = {
-  unknown: 'limiter not yet told apart',
-  window: 'a fixed window',
-  sliding: 'a sliding window (room back as requests leave it)',
-  bucket: 'refilled continuously (token bucket or GCRA)',
-};
+const n = (x: number) => x.toFixed(1);
 
 function bucketLine(b: BucketView): string {
-  const rate = b.ratePerSecond === null ? 'rate not learned yet' : `${b.ratePerSecond.toFixed(1)} requests/s`;
-  const how = b.measured ? 'measured' : 'estimated';
-  const window = b.windowSeconds !== null ? ` per ${b.windowSeconds} s window` : '';
-  return `  ${b.scope.padEnd(18)}${rate} (${how}), ${b.limit} at once${window}; ${GUESS[b.guess]}`;
+  const others = b.othersPerSecond > 0 ? `, others ${n(b.othersPerSecond)}/s` : '';
+  return (
+    `  ${b.scope.padEnd(18)}sustained ${n(b.sustainedPerSecond)} requests/s (burst ${b.burst} per ${b.windowSeconds} s` +
+    ` window)${others}; paced to ${n(b.pacePerSecond)}/s`
+  );
 }
 
 /** The pass's use of the key, from its audit row's requests and span; the stored share when that is gone. */

@@ -1,0 +1,212 @@
+import {
+  bucketKey,
+  counted,
+  cut,
+  drawnOn,
+  isLive,
+  keyPace,
+  learnFigure,
+  nearZero,
+  newBucket,
+  othersShown,
+  pace,
+  ranOut,
+} from './belief.ts';
+import type { Bucket, BudgetPolicy, BudgetState, Figure, RateObservation } from './types.ts';
+
+// Turns and answers as pure steps over the stored state (docs/rate-budget.md): when a request may
+// start, and what each response changes.
+
+/** While waiting for a figure, the one request out holds the others this long at most. */
+const COLD_WAIT_MS = 2_000;
+/** Key-wide figures older than this, while requests flow, ask for a probe. */
+const PROBE_EVERY_MS = 10_000;
+
+export interface Slot {
+  at: number;
+  seq: number;
+  endpointSeq: number;
+  probe: boolean;
+  paced: number | null;
+}
+
+/** Nothing granted yet: ask again at `wait`. */
+export interface Wait {
+  wait: number;
+}
+
+/** A grant's numbers, as the answer to it brings them back. */
+export interface Turn {
+  seq: number;
+  endpointSeq: number;
+  at?: number;
+}
+
+function figuresOld(s: BudgetState, now: number): boolean {
+  const keys = Object.values(s.buckets).filter((b) => b.endpoint === null && isLive(b, now));
+  if (keys.length === 0) return false;
+  const newest = Math.max(...keys.map((b) => b.seenAt));
+  return now - newest >= PROBE_EVERY_MS && now - s.probeAtMs >= PROBE_EVERY_MS;
+}
+
+/**
+ * Waiting for a figure (cold, or after a 429): one request goes and the others wait for its answer;
+ * a runs-list page may go beside it, as the probe, since only its answer carries one.
+ */
+function waitForFigure(s: BudgetState, endpoint: string, now: number): Wait | null {
+  if (s.heard || s.coldOutAt === 0 || now >= s.coldOutAt + COLD_WAIT_MS || endpoint === 'runs.list') return null;
+  return { wait: Math.min(s.coldOutAt + COLD_WAIT_MS, now + 50) };
+}
+
+/** The next start for a request to `endpoint` at or after `now`; the caller waits until it. */
+export function takeTurn(
+  s: BudgetState,
+  endpoint: string,
+  now: number,
+  policy: BudgetPolicy,
+): { state: BudgetState; result: Slot | Wait } {
+  const wait = waitForFigure(s, endpoint, now);
+  if (wait !== null) return { state: s, result: wait };
+  const waiting = !s.heard && (s.coldOutAt === 0 || now < s.coldOutAt + COLD_WAIT_MS);
+  // A turn that finds a probe due is the probe's: its caller sends a runs-list page on it first.
+  const probe = endpoint !== 'runs.list' && (waiting ? !s.listAsked : figuresOld(s, now));
+  const ep = probe ? 'runs.list' : endpoint;
+  const mine = drawnOn(s, ep, now);
+  let at = Math.max(now, s.pausedUntilMs, s.nextAt);
+  for (const [, b] of mine) at = Math.max(at, b.pausedUntilMs, b.endpoint === null ? 0 : b.nextAt);
+  const seq = s.seq + 1;
+  const endpointSeq = (s.seqByEndpoint[ep] ?? 0) + 1;
+  const buckets = { ...s.buckets };
+  for (const [key, b] of mine) {
+    const next = b.endpoint === null ? b.nextAt : at + 1000 / pace(b, policy, at);
+    buckets[key] = { ...counted(b, at, 1, now), nextAt: next };
+  }
+  const paced = keyPace(s, policy, at);
+  return {
+    state: {
+      ...s,
+      seq,
+      seqByEndpoint: { ...s.seqByEndpoint, [ep]: endpointSeq },
+      buckets,
+      nextAt: paced === null ? s.nextAt : at + 1000 / paced,
+      probeAtMs: ep === 'runs.list' ? now : s.probeAtMs,
+      // Waiting, and the wait over: the budget goes on without a figure.
+      heard: s.heard || !waiting,
+      coldOutAt: waiting && s.coldOutAt === 0 ? at : s.coldOutAt,
+      listAsked: s.listAsked || (waiting && ep === 'runs.list'),
+    },
+    result: { at, seq, endpointSeq, probe, paced },
+  };
+}
+
+/** The bucket a figure of `endpoint` belongs to, and whether its Limit is new to us. */
+function placeFigure(s: BudgetState, endpoint: string, burst: number, refused: boolean): [string, boolean] {
+  for (const key of [bucketKey(null, burst), bucketKey(endpoint, burst)]) if (s.buckets[key]) return [key, false];
+  // A Limit first heard on a 429 is the endpoint's own; on a page, one every request draws on.
+  return [bucketKey(refused ? endpoint : null, burst), true];
+}
+
+/**
+ * The figure after a 429's pause judges it. Still near zero: the bucket ran out at our pace, and the
+ * factor halves. Others seen on it: the bucket is shared. Neither: the 429 was not the bucket's.
+ */
+function judged(b: Bucket, fig: Figure, others: number, policy: BudgetPolicy, now: number): Bucket {
+  if (fig.remaining <= nearZero(b)) return cut(b, now);
+  return others > 0 ? ranOut(b, policy, now) : b;
+}
+
+/** A 429 of every request's bucket, or one without figures: wait for a figure after the pause. */
+function recheck(s: BudgetState, endpoint: string, key: string): BudgetState {
+  return {
+    ...s,
+    // Turns handed out before it wait again; the first after the pause is the probe's.
+    recheckSeq: s.seq,
+    nextAt: 0,
+    heard: false,
+    rechecking: true,
+    coldOutAt: 0,
+    listAsked: false,
+    refusedBy: { ...s.refusedBy, [endpoint]: key },
+  };
+}
+
+/** What a response without figures changes. */
+function learnNothing(s: BudgetState, endpoint: string, status: number): BudgetState {
+  if (status === 429) return recheck(s, endpoint, '*');
+  // A runs-list page without figures: the server reports none.
+  const heard = s.heard || (endpoint === 'runs.list' && status < 400);
+  return { ...s, heard, coldOutAt: heard ? s.coldOutAt : 0 };
+}
+
+/** Learns from one response: `status`, its figure (null: none), and the turn it answered. */
+export function learn(
+  s0: BudgetState,
+  endpoint: string,
+  status: number,
+  obs: RateObservation | null,
+  turn: Turn | undefined,
+  now: number,
+  policy: BudgetPolicy,
+): BudgetState {
+  const refused = status === 429;
+  const s = refused ? { ...s0, limited: s0.limited + 1 } : s0;
+  if (obs === null || obs.limit === null) return learnNothing(s, endpoint, status);
+  const [key, fresh] = placeFigure(s, endpoint, obs.limit, refused);
+  const startedAt = turn?.at ?? now;
+  // A bucket first heard of counts the request that told it among ours.
+  const b0 =
+    s.buckets[key] ?? counted(newBucket(obs.limit, key.startsWith('key:') ? null : endpoint, now), startedAt, 1, now);
+  const fig: Figure = {
+    at: obs.atMs,
+    remaining: refused ? 0 : (obs.remaining ?? b0.burst),
+    resetAtMs: obs.resetAtMs,
+    seq: turn === undefined ? s.seq : b0.endpoint === null ? turn.seq : turn.endpointSeq,
+  };
+  if (refused) {
+    // An endpoint's own limit is told by its 429s alone: a new one is learned, a known one ran out.
+    if (b0.endpoint !== null) {
+      const b = fresh ? learnFigure(b0, fig, startedAt, now) : cut(b0, now);
+      return { ...s, refusedBy: { ...s.refusedBy, [endpoint]: key }, buckets: { ...s.buckets, [key]: b } };
+    }
+    // A 429's own figures may be a gateway's, not the bucket's: the figure after the pause tells.
+    return recheck(s, endpoint, key);
+  }
+  const learned = learnFigure(b0, fig, startedAt, now);
+  const b = s.rechecking && !s.heard ? judged(learned, fig, othersShown(b0, fig, startedAt), policy, now) : learned;
+  return {
+    ...s,
+    heard: true,
+    rechecking: false,
+    coldOutAt: 0,
+    listAsked: false,
+    buckets: { ...s.buckets, [key]: b },
+  };
+}
+
+/**
+ * Whether a turn granted, on waking, must ask again: a 429 came since it was granted (the turns
+ * after it are paced afresh from the probe's figure), or a pause holds it.
+ */
+export function stale(s: BudgetState, endpoint: string, seq: number, now: number): boolean {
+  if (seq <= s.recheckSeq) return true;
+  let until = s.pausedUntilMs;
+  for (const b of Object.values(s.buckets)) if (b.endpoint === endpoint) until = Math.max(until, b.pausedUntilMs);
+  return until > now;
+}
+
+/** A turn given up before it was sent: it took nothing from any bucket. */
+export function givenUp(s: BudgetState, endpoint: string, turn: Turn, now: number): BudgetState {
+  const buckets = { ...s.buckets };
+  for (const [key, b] of drawnOn(s, endpoint, now)) buckets[key] = counted(b, turn.at ?? now, -1, now);
+  return { ...s, buckets };
+}
+
+/** Holds the callers of `endpoint`'s refusing bucket (every caller, for a `key` one) until `untilMs`. */
+export function pauseUntil(s: BudgetState, untilMs: number, endpoint?: string): BudgetState {
+  const key = endpoint === undefined ? undefined : s.refusedBy[endpoint];
+  const b = key === undefined ? undefined : s.buckets[key];
+  if (key !== undefined && b !== undefined && b.endpoint !== null) {
+    return { ...s, buckets: { ...s.buckets, [key]: { ...b, pausedUntilMs: Math.max(b.pausedUntilMs, untilMs) } } };
+  }
+  return untilMs > s.pausedUntilMs ? { ...s, pausedUntilMs: untilMs } : s;
+}
