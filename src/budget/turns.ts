@@ -69,7 +69,7 @@ export function takeTurn(
   if (wait !== null) return { state: s, result: wait };
   const waiting = !s.heard && (s.coldOutAt === 0 || now < s.coldOutAt + COLD_WAIT_MS);
   // A turn that finds a probe due is the probe's: its caller sends a runs-list page on it first.
-  const probe = endpoint !== 'runs.list' && (waiting ? !s.listAsked : figuresOld(s, now));
+  const probe = endpoint !== 'runs.list' && (waiting ? s.rechecking && !s.listAsked : figuresOld(s, now));
   const ep = probe ? 'runs.list' : endpoint;
   const mine = drawnOn(s, ep, now);
   let at = Math.max(now, s.pausedUntilMs, s.nextAt);
@@ -133,9 +133,8 @@ function recheck(s: BudgetState, endpoint: string, key: string): BudgetState {
 /** What a response without figures changes. */
 function learnNothing(s: BudgetState, endpoint: string, status: number): BudgetState {
   if (status === 429) return recheck(s, endpoint, '*');
-  // A runs-list page without figures: the server reports none.
-  const heard = s.heard || (endpoint === 'runs.list' && status < 400);
-  return { ...s, heard, coldOutAt: heard ? s.coldOutAt : 0 };
+  // A runs-list page without figures: the server reports none. Other answers never carry any.
+  return endpoint === 'runs.list' && status < 400 ? { ...s, heard: true } : s;
 }
 
 /** Learns from one response: `status`, its figure (null: none), and the turn it answered. */
