@@ -24,7 +24,7 @@ describe('limits learned from the simulator', () => {
     expect(sim.counters.maxInAlignedWindow(1000)).toBeLessThanOrEqual(10);
     const snap = await t.budget.snapshot();
     expect(snap.limit).toBe(10);
-    expect(snap.buckets).toContainEqual(expect.objectContaining({ scope: 'key', limit: 10 }));
+    expect(snap.buckets).toContainEqual(expect.objectContaining({ scope: 'key', burst: 10 }));
     await t.client.close();
   });
 
@@ -97,7 +97,7 @@ describe('limits learned from the simulator', () => {
     expect(sim.counters.maxInAlignedWindow(1000, (r) => gets(r) && r.status === 200)).toBeLessThanOrEqual(10);
     const snap = await t.budget.snapshot();
     expect(snap.limit).toBe(50);
-    expect(snap.buckets).toContainEqual(expect.objectContaining({ scope: 'runs.get', limit: 10 }));
+    expect(snap.buckets).toContainEqual(expect.objectContaining({ scope: 'runs.get', burst: 10 }));
     await t.client.close();
   });
 
