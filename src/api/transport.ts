@@ -5,7 +5,10 @@ import { type Logger, redactText } from '../util/logger.ts';
 import type { EndpointName } from './endpoints.ts';
 import { encodeQuery, type QueryPair } from './filters.ts';
 import { InFlightGauge } from './in-flight.ts';
-import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy } from './retry.ts';
+import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy, type Verdict } from './retry.ts';
+
+type Answered = Extract<Outcome, { kind: 'response' }>;
+
 import type { ServerClock } from './server-clock.ts';
 import type { RequestTimeouts } from './timeouts.ts';
 
@@ -99,7 +102,6 @@ export class ApiTransport {
       const status = outcome.kind === 'response' ? outcome.status : 0;
       this.stats.requests++;
       this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
-      if (outcome.kind === 'response') await budget.observe(req.endpoint, outcome.status, outcome.headers, grant);
       const verdict = classify(outcome, {
         endpoint: req.endpoint,
         path,
@@ -107,6 +109,7 @@ export class ApiTransport {
         redact: (t) => this.redact(t),
         nowMs: this.o.clock.now(),
       });
+      if (outcome.kind === 'response') await this.tell(req.endpoint, outcome, verdict, grant);
       switch (verdict.action) {
         case 'ok':
           return { body: verdict.body, requestId: verdict.requestId };
@@ -119,8 +122,6 @@ export class ApiTransport {
           this.stats.rateLimited++;
           // A wait longer than we allow fails fast rather than holding every caller that long.
           if (verdict.waitMs > retry.maxRetryAfterMs) throw verdict.error;
-          // The bucket that refused holds every caller drawing on it, even when this one gives up.
-          await budget.pause(verdict.waitMs, req.endpoint);
           if (waits > retry.maxRateLimitWaits) throw verdict.error;
           logger.info(
             { endpoint: req.endpoint, waitMs: verdict.waitMs, requestId: verdict.error.requestId },
@@ -145,6 +146,18 @@ export class ApiTransport {
   }
 
   /**
+   * Tells the budget of an answer. A 429's pause comes first, so no turn is handed out between it
+   * and the wait for a figure the 429 starts; the bucket that refused holds every caller drawing on
+   * it, even when this one gives up. A wait longer than we allow holds no one.
+   */
+  private async tell(endpoint: EndpointName, outcome: Answered, verdict: Verdict, grant: Grant): Promise<void> {
+    const { budget, retry } = this.o;
+    if (verdict.action === 'wait' && verdict.waitMs <= retry.maxRetryAfterMs)
+      await budget.pause(verdict.waitMs, endpoint, outcome.headers);
+    await budget.observe(endpoint, outcome.status, outcome.headers, grant);
+  }
+
+  /**
    * A one-item runs-list page sent on a turn the budget gave for it, for its X-RateLimit-* headers,
    * which only runs-list pages carry (docs/rate-budget.md: after a 429's pause, and when the
    * figures grow old). Its answer is told to the budget; its failures are not anyone's to report.
@@ -159,19 +172,15 @@ export class ApiTransport {
       this.o.logger.debug({ error: this.redact(String(outcome.error)) }, 'a rate probe failed');
       return;
     }
-    await this.o.budget.observe('runs.list', outcome.status, outcome.headers, grant);
-    if (outcome.status === 429) {
-      this.stats.rateLimited++;
-      const wait = classify(outcome, {
-        endpoint: 'runs.list',
-        path,
-        expect: 'list',
-        redact: (t) => this.redact(t),
-        nowMs: this.o.clock.now(),
-      });
-      if (wait.action === 'wait')
-        await this.o.budget.pause(Math.min(wait.waitMs, this.o.retry.maxRetryAfterMs), 'runs.list');
-    }
+    if (outcome.status === 429) this.stats.rateLimited++;
+    const verdict = classify(outcome, {
+      endpoint: 'runs.list',
+      path,
+      expect: 'list',
+      redact: (t) => this.redact(t),
+      nowMs: this.o.clock.now(),
+    });
+    await this.tell('runs.list', outcome, verdict, grant);
   }
 
   private async send(path: string, endpoint: EndpointName, signal: AbortSignal | undefined): Promise<Outcome> {

@@ -34,7 +34,6 @@ export function initialBudgetState(): BudgetState {
     recheckSeq: 0,
     probeAtMs: 0,
     limited: 0,
-    refusedBy: {},
   };
 }
 

@@ -2,7 +2,7 @@ import type { Logger } from '../util/logger.ts';
 import { silentLogger } from '../util/logger.ts';
 import { DEFAULT_RESERVE, keyPace } from './belief.ts';
 import { systemClock } from './clock.ts';
-import { readRateHeaders, retryAfterMs } from './headers.ts';
+import { readRateHeaders } from './headers.ts';
 import { MemoryBudgetStore } from './memory-store.ts';
 import { givenUp, learn, pauseUntil, stale, takeTurn } from './turns.ts';
 import type { BudgetClock, BudgetPolicy, BudgetSnapshot, BudgetStore, Grant, HeaderMap, RateBudget } from './types.ts';
@@ -72,12 +72,8 @@ export class SharedRateBudget implements RateBudget {
   async observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void> {
     const now = this.clock.now();
     const obs = readRateHeaders(headers, now);
-    // A 429 pauses in the same step that makes the budget wait for a figure, so no turn is handed
-    // out between the two; the caller's pause() may lengthen it from the body's retry_after.
-    const refused = status === 429 ? now + retryAfterMs(headers, undefined, now) : 0;
     const moved = await this.store.update((s) => {
-      const learned = learn(s, endpoint, status, obs, grant, this.clock.now(), this.policy);
-      const state = refused > 0 ? pauseUntil(learned, refused, endpoint) : learned;
+      const state = learn(s, endpoint, status, obs, grant, this.clock.now(), this.policy);
       const before = keyPace(s, this.policy, now);
       const after = keyPace(state, this.policy, now);
       return { state, result: after !== null && Math.abs(after - (before ?? 0)) > 0.05 * after };
@@ -88,10 +84,12 @@ export class SharedRateBudget implements RateBudget {
     }
   }
 
-  async pause(retryAfterMs: number, endpoint?: string): Promise<void> {
-    const until = this.clock.now() + Math.max(0, retryAfterMs);
+  async pause(retryAfterMs: number, endpoint?: string, headers?: HeaderMap): Promise<void> {
+    const now = this.clock.now();
+    const until = now + Math.max(0, retryAfterMs);
+    const limit = headers === undefined ? null : (readRateHeaders(headers, now)?.limit ?? null);
     this.pauses++;
-    await this.store.update((s) => ({ state: pauseUntil(s, until, endpoint), result: undefined }));
+    await this.store.update((s) => ({ state: pauseUntil(s, until, endpoint, limit, now), result: undefined }));
   }
 
   async snapshot(): Promise<BudgetSnapshot> {

@@ -116,7 +116,7 @@ function judged(b: Bucket, fig: Figure, others: number, policy: BudgetPolicy, no
 }
 
 /** A 429 of every request's bucket, or one without figures: wait for a figure after the pause. */
-function recheck(s: BudgetState, endpoint: string, key: string): BudgetState {
+function recheck(s: BudgetState): BudgetState {
   return {
     ...s,
     // Turns handed out before it wait again; the first after the pause is the probe's.
@@ -126,13 +126,12 @@ function recheck(s: BudgetState, endpoint: string, key: string): BudgetState {
     rechecking: true,
     coldOutAt: 0,
     listAsked: false,
-    refusedBy: { ...s.refusedBy, [endpoint]: key },
   };
 }
 
 /** What a response without figures changes. */
 function learnNothing(s: BudgetState, endpoint: string, status: number): BudgetState {
-  if (status === 429) return recheck(s, endpoint, '*');
+  if (status === 429) return recheck(s);
   // A runs-list page without figures: the server reports none. Other answers never carry any.
   return endpoint === 'runs.list' && status < 400 ? { ...s, heard: true } : s;
 }
@@ -164,11 +163,11 @@ export function learn(
   if (refused) {
     // An endpoint's own limit is told by its 429s alone: a new one is learned, a known one ran out.
     if (b0.endpoint !== null) {
-      const b = fresh ? learnFigure(b0, fig, startedAt, now) : cut(b0, now);
-      return { ...s, refusedBy: { ...s.refusedBy, [endpoint]: key }, buckets: { ...s.buckets, [key]: b } };
+      const b = fresh || b0.last === null ? learnFigure(b0, fig, startedAt, now) : cut(b0, now);
+      return { ...s, buckets: { ...s.buckets, [key]: b } };
     }
     // A 429's own figures may be a gateway's, not the bucket's: the figure after the pause tells.
-    return recheck(s, endpoint, key);
+    return recheck(s);
   }
   const learned = learnFigure(b0, fig, startedAt, now);
   const b = s.rechecking && !s.heard ? judged(learned, fig, othersShown(b0, fig, startedAt), policy, now) : learned;
@@ -200,11 +199,20 @@ export function givenUp(s: BudgetState, endpoint: string, turn: Turn, now: numbe
   return { ...s, buckets };
 }
 
-/** Holds the callers of `endpoint`'s refusing bucket (every caller, for a `key` one) until `untilMs`. */
-export function pauseUntil(s: BudgetState, untilMs: number, endpoint?: string): BudgetState {
-  const key = endpoint === undefined ? undefined : s.refusedBy[endpoint];
-  const b = key === undefined ? undefined : s.buckets[key];
-  if (key !== undefined && b !== undefined && b.endpoint !== null) {
+/**
+ * Holds the callers of the bucket a 429 of `endpoint` with `limit` came from until `untilMs`: its
+ * own callers for an endpoint's own bucket (one first heard of now included), else every caller.
+ */
+export function pauseUntil(
+  s: BudgetState,
+  untilMs: number,
+  endpoint?: string,
+  limit: number | null = null,
+  now = untilMs,
+): BudgetState {
+  const key = endpoint === undefined || limit === null ? undefined : placeFigure(s, endpoint, limit, true)[0];
+  if (key !== undefined && endpoint !== undefined && !key.startsWith('key:')) {
+    const b = s.buckets[key] ?? counted(newBucket(limit as number, endpoint, now), now, 1, now);
     return { ...s, buckets: { ...s.buckets, [key]: { ...b, pausedUntilMs: Math.max(b.pausedUntilMs, untilMs) } } };
   }
   return untilMs > s.pausedUntilMs ? { ...s, pausedUntilMs: untilMs } : s;

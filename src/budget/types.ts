@@ -78,8 +78,6 @@ export interface BudgetState {
   probeAtMs: number;
   /** 429s received by every caller. */
   limited: number;
-  /** The bucket of each endpoint's latest 429 (`*`: one without figures), for its pause. */
-  refusedBy: Readonly<Record<string, string>>;
 }
 
 /** Settings shared by every process using the key. */
@@ -152,10 +150,13 @@ export interface Grant {
 export interface RateBudget {
   /** Resolves when a request to `endpoint` may start; rejects with the signal's reason when aborted. */
   acquire(endpoint: string, signal?: AbortSignal): Promise<Grant>;
-  /** Learns from a response's status and headers (lower-case names). */
+  /** Learns from a response's status and headers (lower-case names); a 429's pause() comes first. */
   observe(endpoint: string, status: number, headers: HeaderMap, grant?: Grant): Promise<void>;
-  /** A 429's Retry-After: holds the refusing bucket's callers for `retryAfterMs` from now. */
-  pause(retryAfterMs: number, endpoint?: string): Promise<void>;
+  /**
+   * A 429's Retry-After: holds the refusing bucket's callers (its `headers` name it) for
+   * `retryAfterMs` from now. Told before the 429 is observed, so no turn is handed out between.
+   */
+  pause(retryAfterMs: number, endpoint?: string, headers?: HeaderMap): Promise<void>;
   snapshot(): Promise<BudgetSnapshot>;
 }
 

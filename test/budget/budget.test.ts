@@ -143,8 +143,9 @@ describe('what the figures prove', () => {
 describe('a 429', () => {
   async function refused(clock: ManualClock, budget: SharedRateBudget, headers: HeaderMap) {
     const g = await take(clock, budget, 'runs.get');
-    await budget.observe('runs.get', 429, { 'retry-after': '2', ...headers }, g);
-    await budget.pause(2000, 'runs.get');
+    const answer = { 'retry-after': '2', ...headers };
+    await budget.pause(2000, 'runs.get', answer);
+    await budget.observe('runs.get', 429, answer, g);
     const probe = tracked(budget.acquire('runs.get'));
     const other = tracked(budget.acquire('tools.list'));
     await clock.advance(1900);
@@ -200,8 +201,9 @@ describe('a 429', () => {
     const clock = new ManualClock();
     const budget = await warm(clock, 100);
     const g = await take(clock, budget, 'runs.get');
-    await budget.observe('runs.get', 429, { 'retry-after': '1', ...figures(clock, 4, 0) }, g);
-    await budget.pause(1000, 'runs.get');
+    const answer = { 'retry-after': '1', ...figures(clock, 4, 0) };
+    await budget.pause(1000, 'runs.get', answer);
+    await budget.observe('runs.get', 429, answer, g);
     const paused = clock.now();
     const list = await take(clock, budget, 'runs.list');
     expect(list.at - paused).toBeLessThan(100);

@@ -184,12 +184,14 @@ export async function runSync(o: SyncOptions): Promise<SyncResult> {
         }
       }
       await clock.sleep(way());
-      await budget.observe(endpoint, status, headers, grant);
+      // As the transport tells it: a 429's pause first, then the answer.
       if (status === 429) {
         const wait = retryAfterMs(headers, undefined, clock.now());
         waited(wait);
-        await budget.pause(wait, endpoint);
-      } else if (status !== 200) await clock.sleep(RETRY_MS);
+        await budget.pause(wait, endpoint, headers);
+      }
+      await budget.observe(endpoint, status, headers, grant);
+      if (status !== 200 && status !== 429) await clock.sleep(RETRY_MS);
       return status;
     }
   }
