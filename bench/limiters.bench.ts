@@ -2,7 +2,6 @@ import { Redis } from 'ioredis';
 import { ApiClient } from '../src/api/index.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
 import { RedisBudgetStore } from '../src/budget/redis-store.ts';
-import { slackMs } from '../src/budget/sent-log.ts';
 import type { RequestRecord } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 import { type Burst, burst, LIMITER_CASES, type LimiterCase, rateLimitedSimulator } from './rate-kit.ts';
@@ -95,7 +94,7 @@ async function runCase(c: Case, n: number, redis: Redis, run: number): Promise<O
   }
 }
 
-/** What the shared budget believed, each half second: its guess, rate, span and round trips. */
+/** What the shared budget believed of the key's bucket, each half second. */
 function watchBudget(store: RedisBudgetStore) {
   const seen: string[] = [];
   let on = true;
@@ -103,10 +102,10 @@ function watchBudget(store: RedisBudgetStore) {
     while (on) {
       const s = await store.read();
       const b = Object.values(s.buckets).find((x) => x.endpoint === null);
-      const fit = b?.fit;
       seen.push(
-        `${b?.guess ?? '-'} rate ${b?.rate?.toFixed(1) ?? '-'} fit ${fit ? `${Math.round(fit.lo)}..${Math.round(fit.hi)}/${fit.figures}/${fit.misfits}` : '-'} ` +
-          `slack ${slackMs(s).toFixed(0)} rt ${s.latencyLowMs?.toFixed(0)}..${s.latencyHighMs?.toFixed(0)} (${s.latencyMs.toFixed(0)})`,
+        b
+          ? `window ${b.windowMs / 1000}s burst ${b.burst} others ${b.others.toFixed(1)} factor ${b.factor.toFixed(2)}`
+          : '-',
       );
       await new Promise((r) => setTimeout(r, 500));
     }
