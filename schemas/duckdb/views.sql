@@ -29,6 +29,7 @@ CREATE OR REPLACE MACRO resolution_rates(c) AS {
 
 -- Runs per day by status and resolution type: one row per (day, status, resolution_type) that
 -- has runs, with how many are waiting for approval and their mean duration.
+-- Runs the API deleted (is_deleted) are left out.
 CREATE OR REPLACE VIEW v_runs_daily AS
 SELECT
   created_date AS day,
@@ -38,23 +39,27 @@ SELECT
   count(*) FILTER (WHERE approval_waiting_for_approval) AS waiting_for_approval,
   avg(duration_seconds) AS avg_duration_seconds
 FROM runs
+WHERE NOT coalesce(is_deleted, false)
 GROUP BY created_date, status, resolution_type
 ORDER BY day, status NULLS LAST, resolution_type NULLS LAST;
 
 -- Runs per day by resolution, one row per day, one column per resolution type the API names and
 -- `other_resolution` for any type the API may add later, so the columns always add up to `runs`.
+-- Runs the API deleted (is_deleted) are left out.
 CREATE OR REPLACE VIEW v_runs_daily_resolution AS
 SELECT
   created_date AS day,
   unnest(resolution_counts(resolution_type)),
   count(*) FILTER (WHERE resolution_type NOT IN ('deflected', 'resolved', 'escalated', 'pending')) AS other_resolution
 FROM runs
+WHERE NOT coalesce(is_deleted, false)
 GROUP BY created_date
 ORDER BY day;
 
 -- Deflection and escalation per agent, over all of the agent's runs. The name is the live
 -- catalog's, or for an agent no longer listed its last version's in agents_history, or the
 -- latest one its runs carried.
+-- Runs the API deleted (is_deleted) are left out.
 CREATE OR REPLACE VIEW v_resolution_by_agent AS
 WITH per_agent AS (
   SELECT
@@ -64,6 +69,7 @@ WITH per_agent AS (
     min(created_at) AS first_run_at,
     max(created_at) AS last_run_at
   FROM runs
+  WHERE NOT coalesce(is_deleted, false)
   GROUP BY agent_id
 ),
 last_version AS (
@@ -87,6 +93,7 @@ ORDER BY p.c.runs DESC, p.agent_id NULLS LAST;
 
 -- Deflection and escalation per category. Categories have no catalog of their own: the label is
 -- the name the category's most recently created run carried.
+-- Runs the API deleted (is_deleted) are left out.
 CREATE OR REPLACE VIEW v_resolution_by_category AS
 WITH per_category AS (
   SELECT
@@ -96,6 +103,7 @@ WITH per_category AS (
     min(created_at) AS first_run_at,
     max(created_at) AS last_run_at
   FROM runs
+  WHERE NOT coalesce(is_deleted, false)
   GROUP BY category_id
 )
 SELECT
@@ -192,6 +200,7 @@ ORDER BY e.calls DESC, tool_name, e.tool_id NULLS LAST;
 
 -- Runs waiting for someone to approve a tool call, oldest change first, with the pending tool,
 -- its parameters (as redacted and truncated by the API) and the step that asked.
+-- Runs the API deleted (is_deleted) are left out.
 CREATE OR REPLACE VIEW v_runs_awaiting_approval AS
 SELECT
   r.id AS run_id,
@@ -216,7 +225,7 @@ SELECT
   r.scheduled_resume_at
 FROM runs r
 LEFT JOIN run_steps s ON s.run_id = r.id AND s.id = r.approval_pending_step_id
-WHERE r.approval_waiting_for_approval
+WHERE r.approval_waiting_for_approval AND NOT coalesce(r.is_deleted, false)
 ORDER BY r.updated_at, r.id;
 
 -- The label of an evaluation attribute, over its evaluations (grouped by attribute_id): the name
@@ -281,6 +290,7 @@ ORDER BY attribute_name, attribute_id;
 --   agent_not_in_catalog  the agent never appeared in the agents listing;
 --   no_agent              the run names no agent.
 -- A run created after its agent was deleted gets the deleted version (agent_version_deleted).
+-- Runs the API deleted (is_deleted) are left out.
 CREATE OR REPLACE VIEW v_run_agent_config AS
 WITH versions AS (
   SELECT
@@ -331,7 +341,8 @@ FROM runs r
 LEFT JOIN versions v
   ON v.id = r.agent_id
   AND r.created_at >= v.reaches_back_to
-  AND (v.valid_to IS NULL OR r.created_at < v.valid_to);
+  AND (v.valid_to IS NULL OR r.created_at < v.valid_to)
+WHERE NOT coalesce(r.is_deleted, false);
 
 -- Freshness of every exported table: its rows, the newest change it holds (a run's updated_at,
 -- a step's or message's time, a catalog version's valid_from, so deletions count) and, where

@@ -38,6 +38,8 @@ interface Facts {
   openStates: number;
   states: number;
   closedAtDeletion: number;
+  /** Of the runs, how many the ready-made per-run view shows. */
+  inViews: number;
 }
 
 async function facts(dir: string, ids: string[]): Promise<Facts> {
@@ -55,12 +57,14 @@ async function facts(dir: string, ids: string[]): Promise<Facts> {
               count(*) FILTER (WHERE h.valid_to = r.deleted_at) AS closed
        FROM runs_history h JOIN runs r USING (id) WHERE h.id IN ${list}`,
     );
+    const [v] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM v_run_agent_config WHERE run_id IN ${list}`);
     return {
       deleted: runs.map((r) => r.d),
       children: Number(c?.n),
       openStates: Number(h?.open),
       states: Number(h?.all),
       closedAtDeletion: Number(h?.closed),
+      inViews: Number(v?.n),
     };
   } finally {
     await wh.close();
@@ -120,7 +124,13 @@ describe('deletions', () => {
       expect(sim.counters.count('runs.get')).toBe(3);
       expect(sim.counters.count('runs.get', 404)).toBe(3);
       const gone = await facts(dir, ids);
-      expect(gone).toMatchObject({ deleted: [true, true, true], children: 0, openStates: 0, closedAtDeletion: 3 });
+      expect(gone).toMatchObject({
+        deleted: [true, true, true],
+        children: 0,
+        openStates: 0,
+        closedAtDeletion: 3,
+        inViews: 0,
+      });
       expect(gone.states).toBeGreaterThanOrEqual(3);
       expect(await parquetChildren(dir, ids)).toBe(0);
       // Nothing more is asked for them by the next pass.
@@ -144,6 +154,7 @@ describe('deletions', () => {
         expect(back.deleted).toEqual([false, false, false]);
         expect(back.children).toBeGreaterThan(0);
         expect(back.openStates).toBe(3);
+        expect(back.inViews).toBe(3);
         expect(back.states).toBe(before.states + 3);
         expect(await parquetChildren(dir, ids)).toBeGreaterThan(0);
       } finally {
