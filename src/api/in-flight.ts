@@ -1,7 +1,7 @@
 // How many detail fetches to keep in flight. The budget sets the pace; requests in flight only have
-// to be enough for it: by Little's law, the rate times how long each takes. Eight over a link of
-// 120 ms send some 65 a second however fast the key; a fixed large number would hold turns a
-// process cannot use while its neighbours sharing the key wait on the budget.
+// to be enough for it: by Little's law, the rate times how long each takes. A fixed few caps the
+// rate at their number over the round trip, however fast the key; a fixed large number would hold
+// turns a process cannot use while its neighbours sharing the key wait on the budget.
 
 /** Requests in flight when nothing says more are needed. */
 export const DEFAULT_IN_FLIGHT = 8;
