@@ -98,7 +98,9 @@ describe('runsync backfill and status', () => {
     expect(r.stdout).toMatch(
       /^rate budget\s+paced to [\d.]+ requests\/s(; pass \S+ used \d+% of what the key allowed over its length)?$/m,
     );
-    expect(r.stdout).toMatch(/^ {2}key\s+[\d.]+ requests\/s \((measured|estimated)\), \d+ at once/m);
+    expect(r.stdout).toMatch(
+      /^ {2}key\s+sustained [\d.]+ requests\/s \(burst \d+ per \d+ s window\)(, others [\d.]+\/s)?; paced to [\d.]+\/s$/m,
+    );
     const json = await runCli(['status', '--json'], { RUNSYNC_WAREHOUSE_DIR: dir });
     const report = JSON.parse(json.stdout) as {
       tables: Record<string, number>;

@@ -76,9 +76,10 @@ describe('runsync export to a bucket', () => {
     expect((await done).signal).toBe('SIGKILL');
     expect(await latest(store)).toBe(before);
     expect((await store.list('_data/00000002/')).length).toBeGreaterThan(0);
-    // What readers get is generation 1 whole: the tables as they were before the change.
+    // What readers get is generation 1 whole: the tables as they were before the change (the runs
+    // changed, and so their history).
     const old = await publishedDiffers(store, join(tmp.dir, 'old'));
-    expect(Object.keys(old)).toEqual(['runs']);
+    expect(Object.keys(old)).toEqual(['runs', 'runs_history']);
 
     held.proxy.fault = () => undefined;
     const again = await runCli(['export'], env);
