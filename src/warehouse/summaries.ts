@@ -11,6 +11,9 @@ import type { SqlRunner } from './types.ts';
 const BUCKET = `CASE WHEN duration_seconds > 0 THEN round(ln(duration_seconds) * 100)::INTEGER
   WHEN duration_seconds IS NOT NULL THEN ${-1_000_000} END`;
 
+/** Runs the API has not deleted: a deleted run stays in runs, marked, and its children are gone. */
+const LIVE = 'NOT coalesce(is_deleted, false)';
+
 /** The value a bucket stands for (its middle), as SQL over a bucket column. */
 export const bucketValue = (b: string) => `CASE WHEN ${b} = ${-1_000_000} THEN 0 ELSE exp(${b} / 100.0) END`;
 
@@ -26,7 +29,7 @@ export const SUMMARIES = {
     sum: (where: string) => `SELECT created_date, agent_id, resolution_type, count(*) AS runs,
   max(created_at) FILTER (WHERE agent_name IS NOT NULL) AS agent_named_at,
   arg_max(agent_name, created_at) FILTER (WHERE agent_name IS NOT NULL) AS agent_name
-FROM runs WHERE ${where} GROUP BY created_date, agent_id, resolution_type`,
+FROM runs WHERE ${where} AND ${LIVE} GROUP BY created_date, agent_id, resolution_type`,
   },
   toolCalls: {
     table: '_report_tool_calls_day',
@@ -50,7 +53,7 @@ FROM run_evaluations WHERE ${where} GROUP BY created_date, attribute_id`,
     table: '_report_waiting_day',
     sum: (where: string) => `SELECT r.created_date, r.id AS run_id, r.agent_name,
   r.approval_pending_tool_name AS pending_tool_name, r.ticket_title, coalesce(s."timestamp", r.updated_at) AS since
-FROM (SELECT * FROM runs WHERE ${where} AND approval_waiting_for_approval) r
+FROM (SELECT * FROM runs WHERE ${where} AND ${LIVE} AND approval_waiting_for_approval) r
 LEFT JOIN (SELECT run_id, id, "timestamp" FROM run_steps WHERE ${where}) s
   ON s.run_id = r.id AND s.id = r.approval_pending_step_id`,
   },

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { describe, expect, it } from 'vitest';
+import { readFromSummaries } from '../../src/report/from-summaries.ts';
 import { runBackfill } from '../../src/sync/backfill.ts';
 import { runPass } from '../../src/sync/index.ts';
 import { MICROS_PER_DAY } from '../../src/util/timestamp.ts';
@@ -40,6 +41,9 @@ interface Facts {
   closedAtDeletion: number;
   /** Of the runs, how many the ready-made per-run view shows. */
   inViews: number;
+  /** The runs the report counts, and the runs the API still has. */
+  reported: number;
+  live: number;
 }
 
 async function facts(dir: string, ids: string[]): Promise<Facts> {
@@ -58,6 +62,8 @@ async function facts(dir: string, ids: string[]): Promise<Facts> {
        FROM runs_history h JOIN runs r USING (id) WHERE h.id IN ${list}`,
     );
     const [v] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM v_run_agent_config WHERE run_id IN ${list}`);
+    const report = await readFromSummaries(wh, 1000, 10);
+    const [live] = await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM runs WHERE NOT is_deleted`);
     return {
       deleted: runs.map((r) => r.d),
       children: Number(c?.n),
@@ -65,6 +71,8 @@ async function facts(dir: string, ids: string[]): Promise<Facts> {
       states: Number(h?.all),
       closedAtDeletion: Number(h?.closed),
       inViews: Number(v?.n),
+      reported: report.days.reduce((n, d) => n + Number(d.runs), 0),
+      live: Number(live?.n),
     };
   } finally {
     await wh.close();
@@ -131,6 +139,7 @@ describe('deletions', () => {
         closedAtDeletion: 3,
         inViews: 0,
       });
+      expect(gone.reported).toBe(gone.live);
       expect(gone.states).toBeGreaterThanOrEqual(3);
       expect(await parquetChildren(dir, ids)).toBe(0);
       // Nothing more is asked for them by the next pass.
@@ -155,6 +164,7 @@ describe('deletions', () => {
         expect(back.children).toBeGreaterThan(0);
         expect(back.openStates).toBe(3);
         expect(back.inViews).toBe(3);
+        expect(back.reported).toBe(back.live);
         expect(back.states).toBe(before.states + 3);
         expect(await parquetChildren(dir, ids)).toBeGreaterThan(0);
       } finally {
