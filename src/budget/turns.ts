@@ -202,6 +202,7 @@ export function givenUp(s: BudgetState, endpoint: string, turn: Turn, now: numbe
 /**
  * Holds the callers of the bucket a 429 of `endpoint` with `limit` came from until `untilMs`: its
  * own callers for an endpoint's own bucket (one first heard of now included), else every caller.
+ * While no bucket every request draws on is known, a 429 may be the key's own: every caller waits.
  */
 export function pauseUntil(
   s: BudgetState,
@@ -211,9 +212,9 @@ export function pauseUntil(
   now = untilMs,
 ): BudgetState {
   const key = endpoint === undefined || limit === null ? undefined : placeFigure(s, endpoint, limit, true)[0];
-  if (key !== undefined && endpoint !== undefined && !key.startsWith('key:')) {
-    const b = s.buckets[key] ?? counted(newBucket(limit as number, endpoint, now), now, 1, now);
-    return { ...s, buckets: { ...s.buckets, [key]: { ...b, pausedUntilMs: Math.max(b.pausedUntilMs, untilMs) } } };
-  }
-  return untilMs > s.pausedUntilMs ? { ...s, pausedUntilMs: untilMs } : s;
+  const holdAll = (t: BudgetState) => (untilMs > t.pausedUntilMs ? { ...t, pausedUntilMs: untilMs } : t);
+  if (key === undefined || endpoint === undefined || key.startsWith('key:')) return holdAll(s);
+  const b = s.buckets[key] ?? counted(newBucket(limit as number, endpoint, now), now, 1, now);
+  const held = { ...s, buckets: { ...s.buckets, [key]: { ...b, pausedUntilMs: Math.max(b.pausedUntilMs, untilMs) } } };
+  return Object.values(s.buckets).some((k) => k.endpoint === null) ? held : holdAll(held);
 }

@@ -213,6 +213,19 @@ describe('a 429', () => {
       expect.objectContaining({ scope: 'runs.get', burst: 4, sustainedPerSecond: 4 }),
     );
   });
+
+  it('on a cold budget holds every caller, for it may be the key\'s own bucket', async () => {
+    const clock = new ManualClock();
+    const budget = new SharedRateBudget({ clock, reserve: 0 });
+    const g = await budget.acquire('runs.get');
+    await clock.advance(30);
+    const answer = { 'retry-after': '2', ...figures(clock, 100, 0, 2) };
+    await budget.pause(2000, 'runs.get', answer);
+    await budget.observe('runs.get', 429, answer, g);
+    const paused = clock.now();
+    const other = await take(clock, budget, 'tools.get');
+    expect(other.at - paused).toBeGreaterThanOrEqual(2000);
+  });
 });
 
 describe('SharedRateBudget', () => {
