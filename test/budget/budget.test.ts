@@ -214,7 +214,7 @@ describe('a 429', () => {
     );
   });
 
-  it('on a cold budget holds every caller, for it may be the key\'s own bucket', async () => {
+  it("on a cold budget holds every caller, for it may be the key's own bucket", async () => {
     const clock = new ManualClock();
     const budget = new SharedRateBudget({ clock, reserve: 0 });
     const g = await budget.acquire('runs.get');
