@@ -135,7 +135,8 @@ describe('limits learned from the simulator', () => {
     expect(sim.counters.count(undefined, 429)).toBe(0);
     expect(sim.counters.maxInAlignedWindow(1000, gets)).toBeLessThanOrEqual(100);
     // Each request is held 120 ms before it is answered, so a caller with eight in flight never
-    // has more than eight arrive within 100 ms, however fast or slow the machine.
+    // has more than eight arrive within 120 ms, however fast or slow the machine; at the pace of
+    // some 97 a second, about eleven do.
     const arrived = sim.counters
       .log()
       .filter(gets)
@@ -143,10 +144,10 @@ describe('limits learned from the simulator', () => {
       .sort((a, b) => a - b);
     let most = 0;
     for (let i = 0, j = 0; i < arrived.length; i++) {
-      while ((arrived[i] as number) - (arrived[j] as number) >= 100) j++;
+      while ((arrived[i] as number) - (arrived[j] as number) >= 120) j++;
       most = Math.max(most, i - j + 1);
     }
-    expect(most).toBeGreaterThanOrEqual(12);
+    expect(most).toBeGreaterThanOrEqual(10);
     await t.client.close();
   });
 });
