@@ -34,6 +34,7 @@ export function initialBudgetState(): BudgetState {
     recheckSeq: 0,
     probeAtMs: 0,
     limited: 0,
+    starts: [],
   };
 }
 
@@ -112,18 +113,21 @@ export function nearZero(b: Bucket): number {
   return Math.max(1, Math.ceil(b.burst / 10));
 }
 
+type Starts = Bucket['starts'];
+
+/** `starts` with a turn at `at` counted (`by` −1: one given up) in slots of `windowMs` / 10. */
+export function countStart(starts: Starts, windowMs: number, at: number, by: 1 | -1, now: number): Starts {
+  const width = windowMs / 10;
+  const slot = Math.floor(at / width) * width;
+  const kept = starts.filter(([t]) => t >= now - 2 * windowMs);
+  const i = kept.findIndex(([t]) => t === slot);
+  if (i < 0) return by < 0 ? kept : [...kept, [slot, 1] as const].sort((x, y) => x[0] - y[0]);
+  return kept.map((e, j) => (j === i ? ([e[0], Math.max(0, e[1] + by)] as const) : e));
+}
+
 /** Counts a turn starting at `at` (`by` −1: one given up), in its slot; slots two windows old go. */
 export function counted(b: Bucket, at: number, by: 1 | -1, now: number): Bucket {
-  const width = b.windowMs / 10;
-  const slot = Math.floor(at / width) * width;
-  const kept = b.starts.filter(([t]) => t >= now - 2 * b.windowMs);
-  const i = kept.findIndex(([t]) => t === slot);
-  if (i < 0) {
-    if (by < 0) return { ...b, starts: kept };
-    return { ...b, starts: [...kept, [slot, 1] as const].sort((x, y) => x[0] - y[0]) };
-  }
-  const starts = kept.map((e, j) => (j === i ? ([e[0], Math.max(0, e[1] + by)] as const) : e));
-  return { ...b, starts };
+  return { ...b, starts: countStart(b.starts, b.windowMs, at, by, now) };
 }
 
 /** Our turns starting from `from` to `to`, at most (whole slots counted). */

@@ -1,6 +1,7 @@
 import {
   bucketKey,
   counted,
+  countStart,
   cut,
   drawnOn,
   isLive,
@@ -88,6 +89,7 @@ export function takeTurn(
       seq,
       seqByEndpoint: { ...s.seqByEndpoint, [ep]: endpointSeq },
       buckets,
+      starts: countStart(s.starts ?? [], 1000, at, 1, now),
       nextAt: paced === null ? s.nextAt : at + 1000 / paced,
       probeAtMs: ep === 'runs.list' ? now : s.probeAtMs,
       // Waiting, and the wait over: the budget goes on without a figure.
@@ -136,6 +138,17 @@ function learnNothing(s: BudgetState, endpoint: string, status: number): BudgetS
   return endpoint === 'runs.list' && status < 400 ? { ...s, heard: true } : s;
 }
 
+/**
+ * A bucket first heard of: a `key` bucket counts every turn of ours that went before (several may
+ * have gone before the first figure came back), an endpoint's own the request that told it.
+ */
+function firstHeard(s: BudgetState, key: string, burst: number, endpoint: string, startedAt: number, now: number) {
+  if (!key.startsWith('key:')) return counted(newBucket(burst, endpoint, now), startedAt, 1, now);
+  const b = newBucket(burst, null, now);
+  const starts = (s.starts ?? []).filter(([t]) => t >= now - 2 * b.windowMs);
+  return starts.length > 0 ? { ...b, starts } : counted(b, startedAt, 1, now);
+}
+
 /** Learns from one response: `status`, its figure (null: none), and the turn it answered. */
 export function learn(
   s0: BudgetState,
@@ -151,9 +164,7 @@ export function learn(
   if (obs === null || obs.limit === null) return learnNothing(s, endpoint, status);
   const [key, fresh] = placeFigure(s, endpoint, obs.limit, refused);
   const startedAt = turn?.at ?? now;
-  // A bucket first heard of counts the request that told it among ours.
-  const b0 =
-    s.buckets[key] ?? counted(newBucket(obs.limit, key.startsWith('key:') ? null : endpoint, now), startedAt, 1, now);
+  const b0 = s.buckets[key] ?? firstHeard(s, key, obs.limit, endpoint, startedAt, now);
   const fig: Figure = {
     at: obs.atMs,
     remaining: refused ? 0 : (obs.remaining ?? b0.burst),
@@ -196,7 +207,7 @@ export function stale(s: BudgetState, endpoint: string, seq: number, now: number
 export function givenUp(s: BudgetState, endpoint: string, turn: Turn, now: number): BudgetState {
   const buckets = { ...s.buckets };
   for (const [key, b] of drawnOn(s, endpoint, now)) buckets[key] = counted(b, turn.at ?? now, -1, now);
-  return { ...s, buckets };
+  return { ...s, buckets, starts: countStart(s.starts ?? [], 1000, turn.at ?? now, -1, now) };
 }
 
 /**

@@ -78,6 +78,11 @@ export interface BudgetState {
   probeAtMs: number;
   /** 429s received by every caller. */
   limited: number;
+  /**
+   * Our turns of every endpoint, as a bucket counts them (slots of 100 ms, two seconds kept): a
+   * `key` bucket first heard of counts those that went before its first figure came.
+   */
+  starts: readonly (readonly [at: number, count: number])[];
 }
 
 /** Settings shared by every process using the key. */

@@ -1,5 +1,14 @@
 import { describe, expect, it } from 'vitest';
-import { type BudgetClock, type HeaderMap, MemoryBudgetStore, SharedRateBudget } from '../../src/budget/index.ts';
+import {
+  type BudgetClock,
+  type HeaderMap,
+  initialBudgetState,
+  learn,
+  MemoryBudgetStore,
+  readRateHeaders,
+  SharedRateBudget,
+  takeTurn,
+} from '../../src/budget/index.ts';
 
 // The budget over a manual clock, one rule of docs/rate-budget.md at a time: who waits for whom,
 // and what each response makes it believe, without depending on real time.
@@ -121,6 +130,28 @@ describe('what the figures prove', () => {
     const again = await take(clock, budget, 'runs.list');
     await budget.observe('runs.list', 200, figures(clock, 20, 20, 0), again);
     expect(await keyBucket(budget)).toMatchObject({ windowSeconds: 3 });
+  });
+
+  it('counts every request of ours that went before a bucket was first heard of', () => {
+    // Three workers start at once: three runs-list pages are out before the first figure comes.
+    const policy = { ceilingPerSecond: null, reserve: 0 };
+    const now = 1_800_000_000_000;
+    let s = { ...initialBudgetState(), heard: true };
+    const turns = [0, 1, 2].map(() => {
+      const t = takeTurn(s, 'runs.list', now, policy);
+      s = t.state;
+      return t.result;
+    });
+    turns.forEach((turn, i) => {
+      if ('wait' in turn) throw new Error('a turn was held');
+      const headers = {
+        'x-ratelimit-limit': '20',
+        'x-ratelimit-remaining': String(19 - i),
+        'x-ratelimit-reset': String(Math.ceil(now / 1000) + 1),
+      };
+      s = learn(s, 'runs.list', 200, readRateHeaders(headers, now + 30), turn, now + 30, policy);
+    });
+    expect(s.buckets['key:20']?.others).toBe(0);
   });
 
   it("reads others' use from Remaining lower than our own requests explain", async () => {
