@@ -154,13 +154,17 @@ export function othersShown(b: Bucket, fig: Figure, startedAt: number): number {
   return Math.min(reading, (1 - LEAST_SHARE) * ((b.burst * 1000) / windowMs));
 }
 
-/** Learns a figure whose request started at `startedAt`: a longer window, others' use, the newest figure. */
-export function learnFigure(b: Bucket, fig: Figure, startedAt: number, now: number): Bucket {
+/**
+ * Learns a figure whose request started at `startedAt`: a longer window, others' use, the newest
+ * figure. A probe's figure, read just after a 429, is the moment a neighbour's burst most likely
+ * drew on the bucket: it judges the 429 but does not raise others' use.
+ */
+export function learnFigure(b: Bucket, fig: Figure, startedAt: number, now: number, probe = false): Bucket {
   const windowMs = windowOf(b, fig);
   const others = othersShown(b, fig, startedAt);
   // Others read, and run-outs met, against a shorter window were its own refill misread.
   const longer = windowMs > b.windowMs;
-  const raise = others >= othersNow(b, now) || longer;
+  const raise = (!probe && others >= othersNow(b, now)) || longer;
   const newer = b.last === null || fig.seq >= b.last.seq;
   return {
     ...b,

@@ -180,8 +180,9 @@ export function learn(
     // A 429's own figures may be a gateway's, not the bucket's: the figure after the pause tells.
     return recheck(s);
   }
-  const learned = learnFigure(b0, fig, startedAt, now);
-  const b = s.rechecking && !s.heard ? judged(learned, fig, othersShown(b0, fig, startedAt), policy, now) : learned;
+  const probe = s.rechecking && !s.heard;
+  const learned = learnFigure(b0, fig, startedAt, now, probe);
+  const b = probe ? judged(learned, fig, othersShown(b0, fig, startedAt), policy, now) : learned;
   return {
     ...s,
     heard: true,

@@ -217,10 +217,11 @@ describe('a 429', () => {
     const budget = await warm(clock, 20);
     const { grant } = await refused(clock, budget, figures(clock, 20, 0));
     await budget.observe('runs.list', 200, figures(clock, 20, 1), grant);
-    // Still near zero a whole window after: others took it, and the factor halves on top.
+    // Still near zero a whole window after: the factor halves. What the probe's figure shows of
+    // others is not believed: it was read just after a 429, when a neighbour's burst is likeliest.
     const b = await keyBucket(budget);
     const target = ((b?.sustainedPerSecond ?? 0) - (b?.othersPerSecond ?? 0)) * 0.97;
-    expect(b?.othersPerSecond).toBeGreaterThan(0);
+    expect(b?.othersPerSecond).toBe(0);
     expect((await budget.snapshot()).ratePerSecond).toBeCloseTo(target / 2, 3);
     await clock.advance(3000);
     expect((await budget.snapshot()).ratePerSecond).toBeCloseTo(target * 0.8, 3);
