@@ -183,7 +183,7 @@ export function learn(
   const probe = s.rechecking && !s.heard;
   const learned = learnFigure(b0, fig, startedAt, now, probe);
   const b = probe ? judged(learned, fig, othersShown(b0, fig, startedAt), policy, now) : learned;
-  return {
+  const next: BudgetState = {
     ...s,
     heard: true,
     rechecking: false,
@@ -191,6 +191,20 @@ export function learn(
     listAsked: false,
     buckets: { ...s.buckets, [key]: b },
   };
+  return s.buckets[key] === undefined && b.endpoint === null ? pacedFromFirst(next, b, policy, now) : next;
+}
+
+/**
+ * A `key` bucket first heard of: the turns that went before its figure are paced as if it had
+ * been known, so the next starts no earlier than the end of the first one's slot plus their number
+ * at the pace (a sliding log counts every one of them in the window the pace begins in).
+ */
+function pacedFromFirst(s: BudgetState, b: Bucket, policy: BudgetPolicy, now: number): BudgetState {
+  const paced = keyPace(s, policy, now);
+  const first = b.starts[0];
+  if (paced === null || first === undefined) return s;
+  const n = b.starts.reduce((sum, [, c]) => sum + c, 0);
+  return { ...s, nextAt: Math.max(s.nextAt, first[0] + b.windowMs / 10 + (n * 1000) / paced) };
 }
 
 /**

@@ -82,7 +82,8 @@ describe('a cold budget', () => {
     await clock.advance(100);
     expect(second.done()).toBe(false);
     await budget.observe('runs.list', 200, figures(clock, 20, 19), first);
-    await clock.advance(50);
+    // Paced after the first: a twentieth of a second (less the margin and reserve) past its slot.
+    await clock.advance(100);
     await second.promise;
   });
 
@@ -257,6 +258,19 @@ describe('a 429', () => {
     const paused = clock.now();
     const other = await take(clock, budget, 'tools.get');
     expect(other.at - paused).toBeGreaterThanOrEqual(2000);
+  });
+});
+
+describe('the first figure', () => {
+  it('paces the turns that went before it too: no window holds more than the burst', async () => {
+    const clock = new ManualClock();
+    const budget = new SharedRateBudget({ clock, reserve: 0 });
+    const first = await budget.acquire('runs.list');
+    await clock.advance(30);
+    await budget.observe('runs.list', 200, figures(clock, 5, 4), first);
+    const starts = [first.at ?? 0];
+    for (let i = 0; i < 8; i++) starts.push((await take(clock, budget, 'runs.get')).at ?? 0);
+    for (const t of starts) expect(starts.filter((u) => u >= t && u < t + 1000).length).toBeLessThanOrEqual(5);
   });
 });
 
