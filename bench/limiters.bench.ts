@@ -14,8 +14,8 @@ limiter's token bucket and rate limiter), plus an organization bucket (a token b
 neighbour draws a quarter of in random bursts, and a key's fixed window behind a gateway that sheds
 3% of requests with 429s (Retry-After 1-2 s) and fails 5% with 5xx; at R = 5, 20, 50 and 200
 requests per second, from one worker and from three sharing the budget in Redis (\`REDIS_URL\`,
-default redis://127.0.0.1:6379). Each case starts cold and fetches about three seconds' worth of run
-details (at least 20) with as many in flight as the pace needs, as a sync does; the budget keeps no
+default redis://127.0.0.1:6379). Each case starts cold and fetches about ten seconds' worth of run
+details (at least 50) with as many in flight as the pace needs, as a sync does; the budget keeps no
 reserve, so the goal is the whole rate left to us. Reported per case, with one goal for all: wall
 time over requests ÷ R, where requests are those the limiter counted, R is the rate left to us (the
 neighbour's share taken off) and the span the spurious 429s' Retry-After covered is added to the
@@ -29,9 +29,12 @@ const list = (v: string | undefined, all: number[]) => (v ? v.split(',').map(Num
 const RATES = list(process.env.BENCH_RATES, [5, 20, 50, 200]);
 const WORKERS = list(process.env.BENCH_WORKERS, [1, 3]);
 const REPEAT = Number(process.env.BENCH_REPEAT ?? '1');
-/** Seconds of traffic each case aims at (BENCH_SCALE scales it), and the fewest requests. */
-const SECONDS = 3;
-const MIN_REQUESTS = 20;
+/**
+ * Seconds of traffic each case aims at (BENCH_SCALE scales it), and the fewest requests: long
+ * enough that a cold start is not most of the case, as it is not of a first sync.
+ */
+const SECONDS = 10;
+const MIN_REQUESTS = 50;
 
 interface Case {
   limiter: LimiterCase;
