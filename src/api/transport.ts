@@ -110,6 +110,7 @@ export class ApiTransport {
         nowMs: this.o.clock.now(),
       });
       if (outcome.kind === 'response') await this.tell(req.endpoint, outcome, verdict, grant);
+      else await budget.observe(req.endpoint, 0, {}, grant);
       switch (verdict.action) {
         case 'ok':
           return { body: verdict.body, requestId: verdict.requestId };
@@ -170,6 +171,8 @@ export class ApiTransport {
     this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
     if (outcome.kind !== 'response') {
       this.o.logger.debug({ error: this.redact(String(outcome.error)) }, 'a rate probe failed');
+      // Status 0: no answer, so the budget sends another probe rather than waiting on this one.
+      await this.o.budget.observe('runs.list', 0, {}, grant);
       return;
     }
     if (outcome.status === 429) this.stats.rateLimited++;

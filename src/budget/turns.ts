@@ -7,6 +7,7 @@ import {
   isLive,
   keyPace,
   learnFigure,
+  MARGIN,
   nearZero,
   newBucket,
   othersShown,
@@ -22,6 +23,13 @@ import type { Bucket, BudgetPolicy, BudgetState, Figure, RateObservation } from 
 const COLD_WAIT_MS = 2_000;
 /** Key-wide figures older than this, while requests flow, ask for a probe. */
 const PROBE_EVERY_MS = 10_000;
+
+/**
+ * How far behind its schedule the pace may catch up, as a share of the shortest window: a turn
+ * taken late (every caller busy, a slow event loop) starts the next from where the schedule was,
+ * not from the late start. Starts in any window stay below the pace's by half the margin.
+ */
+const CATCH_UP = MARGIN / 2;
 
 export interface Slot {
   at: number;
@@ -83,6 +91,7 @@ export function takeTurn(
     buckets[key] = { ...counted(b, at, 1, now), nextAt: next };
   }
   const paced = keyPace(s, policy, at);
+  const from = Math.max(at - catchUpMs(mine), s.nextAt, s.pausedUntilMs);
   return {
     state: {
       ...s,
@@ -90,7 +99,7 @@ export function takeTurn(
       seqByEndpoint: { ...s.seqByEndpoint, [ep]: endpointSeq },
       buckets,
       starts: countStart(s.starts ?? [], 1000, at, 1, now),
-      nextAt: paced === null ? s.nextAt : at + 1000 / paced,
+      nextAt: paced === null ? s.nextAt : from + 1000 / paced,
       probeAtMs: ep === 'runs.list' ? now : s.probeAtMs,
       // Waiting, and the wait over: the budget goes on without a figure.
       heard: s.heard || !waiting,
@@ -99,6 +108,12 @@ export function takeTurn(
     },
     result: { at, seq, endpointSeq, probe, paced },
   };
+}
+
+/** The catch-up a turn's key buckets allow: CATCH_UP of the shortest window. */
+function catchUpMs(mine: [string, Bucket][]): number {
+  const windows = mine.filter(([, b]) => b.endpoint === null).map(([, b]) => b.windowMs);
+  return windows.length === 0 ? 0 : CATCH_UP * Math.min(...windows);
 }
 
 /** The bucket a figure of `endpoint` belongs to, and whether its Limit is new to us. */
@@ -132,8 +147,11 @@ function recheck(s: BudgetState): BudgetState {
 }
 
 /** What a response without figures changes. */
-function learnNothing(s: BudgetState, endpoint: string, status: number): BudgetState {
+function learnNothing(s: BudgetState, endpoint: string, status: number, turn: Turn | undefined): BudgetState {
   if (status === 429) return recheck(s);
+  // The one request out while waiting for a figure failed: the next turn goes out in its place.
+  if ((status === 0 || status >= 500) && !s.heard && s.coldOutAt > 0 && turn?.at === s.coldOutAt)
+    return { ...s, coldOutAt: 0, listAsked: false };
   // A runs-list page without figures: the server reports none. Other answers never carry any.
   return endpoint === 'runs.list' && status < 400 ? { ...s, heard: true } : s;
 }
@@ -161,7 +179,7 @@ export function learn(
 ): BudgetState {
   const refused = status === 429;
   const s = refused ? { ...s0, limited: s0.limited + 1 } : s0;
-  if (obs === null || obs.limit === null) return learnNothing(s, endpoint, status);
+  if (obs === null || obs.limit === null) return learnNothing(s, endpoint, status, turn);
   const [key, fresh] = placeFigure(s, endpoint, obs.limit, refused);
   const startedAt = turn?.at ?? now;
   const b0 = s.buckets[key] ?? firstHeard(s, key, obs.limit, endpoint, startedAt, now);

@@ -9,6 +9,7 @@ import {
   SharedRateBudget,
   takeTurn,
 } from '../../src/budget/index.ts';
+import type { Slot } from '../../src/budget/turns.ts';
 
 // The budget over a manual clock, one rule of docs/rate-budget.md at a time: who waits for whom,
 // and what each response makes it believe, without depending on real time.
@@ -120,6 +121,28 @@ describe('what the figures prove', () => {
     for (const gap of gaps) expect(gap).toBeCloseTo(1000 / (10 * 0.97), 3);
   });
 
+  it('catches up a turn taken late, by no more than half the margin of a window', () => {
+    const policy = { ceilingPerSecond: null, reserve: 0 };
+    const t0 = 1_800_000_000_000;
+    const list = takeTurn(initialBudgetState(), 'runs.list', t0, policy);
+    const headers = { 'x-ratelimit-limit': '10', 'x-ratelimit-remaining': '9', 'x-ratelimit-reset': '1800000001' };
+    let s = learn(list.state, 'runs.list', 200, readRateHeaders(headers, t0), list.result as Slot, t0, policy);
+    const at = (now: number) => {
+      const t = takeTurn(s, 'runs.get', now, policy);
+      s = t.state;
+      return (t.result as Slot).at;
+    };
+    const gap = 1000 / (10 * 0.97);
+    // Taken a while after the schedule, a turn lets the next catch up 15 ms (half the margin of a
+    // 1 s window) and no more.
+    const idle = at(t0 + 5_000);
+    const due = at(idle);
+    expect(due).toBeCloseTo(idle + gap - 15, 6);
+    // Taken 10 ms late, the turn after keeps the schedule.
+    expect(at(due + gap + 10)).toBe(due + gap + 10);
+    expect(at(due + gap + 10)).toBeCloseTo(due + 2 * gap, 6);
+  });
+
   it('reads the window from how far ahead Reset lies, rounded down to whole seconds, and keeps the longest', async () => {
     const clock = new ManualClock();
     const budget = await warm(clock, 20);
@@ -202,6 +225,19 @@ describe('a 429', () => {
     expect((await budget.snapshot()).ratePerSecond).toBe(before);
     expect(await keyBucket(budget)).toMatchObject({ windowSeconds: 1, othersPerSecond: 0 });
     expect((await budget.snapshot()).pauses).toBe(1);
+  });
+
+  it('sends the next turn as the probe at once when the probe fails with a 5xx or no answer', async () => {
+    for (const status of [503, 0]) {
+      const clock = new ManualClock();
+      const budget = await warm(clock, 20);
+      const { grant, other } = await refused(clock, budget, figures(clock, 20, 0, 2));
+      await budget.observe('runs.list', status, {}, grant);
+      // Not the cold wait's two seconds: the waiting turn goes out at its next look, as the new probe.
+      await clock.advance(60);
+      expect(other.done()).toBe(true);
+      expect((await other.promise).probe).toBe(true);
+    }
   });
 
   it('without figures holds every caller too', async () => {
