@@ -7,8 +7,6 @@ import { encodeQuery, type QueryPair } from './filters.ts';
 import { InFlightGauge } from './in-flight.ts';
 import { backoffDelay, classify, type Expect, type Outcome, type RetryPolicy, type Verdict } from './retry.ts';
 
-type Answered = Extract<Outcome, { kind: 'response' }>;
-
 import type { ServerClock } from './server-clock.ts';
 import type { RequestTimeouts } from './timeouts.ts';
 
@@ -109,8 +107,7 @@ export class ApiTransport {
         redact: (t) => this.redact(t),
         nowMs: this.o.clock.now(),
       });
-      if (outcome.kind === 'response') await this.tell(req.endpoint, outcome, verdict, grant);
-      else await budget.observe(req.endpoint, 0, {}, grant);
+      await this.tell(req.endpoint, outcome, verdict, grant);
       switch (verdict.action) {
         case 'ok':
           return { body: verdict.body, requestId: verdict.requestId };
@@ -149,10 +146,12 @@ export class ApiTransport {
   /**
    * Tells the budget of an answer. A 429's pause comes first, so no turn is handed out between it
    * and the wait for a figure the 429 starts; the bucket that refused holds every caller drawing on
-   * it, even when this one gives up. A wait longer than we allow holds no one.
+   * it, even when this one gives up. A wait longer than we allow holds no one. No answer at all is
+   * told as status 0, so a probe that got none hands its place to the next turn.
    */
-  private async tell(endpoint: EndpointName, outcome: Answered, verdict: Verdict, grant: Grant): Promise<void> {
+  private async tell(endpoint: EndpointName, outcome: Outcome, verdict: Verdict, grant: Grant): Promise<void> {
     const { budget, retry } = this.o;
+    if (outcome.kind !== 'response') return budget.observe(endpoint, 0, {}, grant);
     if (verdict.action === 'wait' && verdict.waitMs <= retry.maxRetryAfterMs)
       await budget.pause(verdict.waitMs, endpoint, outcome.headers);
     await budget.observe(endpoint, outcome.status, outcome.headers, grant);
@@ -171,11 +170,7 @@ export class ApiTransport {
     this.stats.byStatus[status] = (this.stats.byStatus[status] ?? 0) + 1;
     if (outcome.kind !== 'response') {
       this.o.logger.debug({ error: this.redact(String(outcome.error)) }, 'a rate probe failed');
-      // Status 0: no answer, so the budget sends another probe rather than waiting on this one.
-      await this.o.budget.observe('runs.list', 0, {}, grant);
-      return;
-    }
-    if (outcome.status === 429) this.stats.rateLimited++;
+    } else if (outcome.status === 429) this.stats.rateLimited++;
     const verdict = classify(outcome, {
       endpoint: 'runs.list',
       path,
