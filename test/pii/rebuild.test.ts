@@ -99,7 +99,7 @@ describe('personal data in the tables', () => {
     const there = await everythingUnder(kept);
     expect(found(there.warehouse, needles)).toEqual([]);
     const [name] = await read(kept, (wh) =>
-      wh.all<{ n: string }>(`SELECT trigger_customer_name AS n FROM runs LIMIT 1`),
+      wh.all<{ n: string }>(`SELECT trigger_customer_name AS n FROM runs WHERE trigger_customer_name <> '' LIMIT 1`),
     );
     expect(isHashed(name?.n as string)).toBe(true);
     expect(there.warehouse).toMatch(/\[email\]/);
