@@ -6,9 +6,10 @@ import type { Warehouse } from './types.ts';
 
 // The observed states of a rebuild (runs_history), from every payload of the raw archive: each
 // payload's state is staged once (only the members a state reads are parsed), then judged as the
-// loads judged them, a bucket of runs at a time so each statement's windows hold a bucket.
+// loads judged them, a bucket of runs at a time so each statement's windows hold a bucket, on the
+// narrow columns judging reads; the picked rows' values are copied once at the end.
 
-/** Payload rows a bucket holds, about: its windows sort this many rows at most. */
+/** Payload rows a bucket holds, about: its windows sort this many narrow rows at most. */
 export const STATE_BUCKET_ROWS = 200_000;
 
 /** Fills the states table from the archive files (in commit order); the rows written. */
@@ -26,12 +27,11 @@ export async function rebuildStates(wh: Warehouse, files: readonly string[], res
   await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_state_files (filename VARCHAR, ord INTEGER)`);
   await wh.run(`INSERT INTO _rebuild_state_files SELECT unnest(${list}), unnest(range(${files.length}))`);
   await wh.run(sql.rebuildStage(payloads, structure, buckets));
-  let rows = 0;
-  for (let b = 0; b < buckets; b++) {
-    const [r] = await wh.all<{ Count: bigint }>(sql.rebuildInsert(b, '_rebuild_state_files'));
-    rows += Number(r?.Count ?? 0);
-  }
+  await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_picks (_row BIGINT, valid_to TIMESTAMPTZ, observed_at TIMESTAMPTZ)`);
+  for (let b = 0; b < buckets; b++) await wh.run(sql.rebuildPick(b, '_rebuild_state_files'));
+  const [r] = await wh.all<{ Count: bigint }>(sql.rebuildInsert());
+  await wh.run('DROP TABLE _rebuild_picks');
   await wh.run('DROP TABLE _rebuild_states');
   await wh.run('DROP TABLE _rebuild_state_files');
-  return rows;
+  return Number(r?.Count ?? 0);
 }

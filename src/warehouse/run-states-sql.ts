@@ -145,19 +145,22 @@ FROM (
   }
 
   /**
-   * Rebuild, per bucket: every state the loads would have recorded. Per run and file the load's
-   * pick (newest updated_at, latest fetch, later row); a pick applies when no earlier file brought
-   * a newer updated_at (or the same one fetched later); of the applied picks with one updated_at
-   * the last state holds, first observed by the earliest pick in that state.
+   * Rebuild, per bucket: which staged rows the loads would have recorded as states, and each one's
+   * valid_to and observed_at, into _rebuild_picks. Per run and file the load's pick (newest
+   * updated_at, latest fetch, later row); a pick applies when no earlier file brought a newer
+   * updated_at (or the same one fetched later); of the applied picks with one updated_at the last
+   * state holds, first observed by the earliest pick in that state. The windows sort only the
+   * narrow columns they judge by (the row's place in _rebuild_states, not its values): a state's
+   * text is wide, and a bucket of wide rows sorted several times over does not fit a small budget.
    */
-  rebuildInsert(bucket: number, files: string): string {
+  rebuildPick(bucket: number, files: string): string {
     const key = quoteIdent(this.resource.key);
-    const cols = [...this.columns.map((c) => c.name), ...this.spec.counts.map((c) => c.name)].map(quoteIdent);
-    return `INSERT INTO ${this.table} (${this.names().map(quoteIdent).join(', ')})
+    return `INSERT INTO _rebuild_picks
 WITH picked AS (
-  SELECT s.* EXCLUDE (_bucket, filename), f.ord FROM _rebuild_states s JOIN ${files} f USING (filename)
+  SELECT s.rowid AS _row, s.${key}, f.ord, s.updated_at, s.fetched_at, s.state_hash
+  FROM _rebuild_states s JOIN ${files} f USING (filename)
   WHERE s._bucket = ${bucket}
-  QUALIFY row_number() OVER (PARTITION BY ${key}, ord ORDER BY updated_at DESC, fetched_at DESC, seq DESC) = 1
+  QUALIFY row_number() OVER (PARTITION BY s.${key}, f.ord ORDER BY s.updated_at DESC, s.fetched_at DESC, s.seq DESC) = 1
 ),
 judged AS (
   SELECT *, max(updated_at) OVER w AS before_u, max(fetched_at) OVER w AS before_f
@@ -165,17 +168,26 @@ judged AS (
   WINDOW w AS (PARTITION BY ${key} ORDER BY ord ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
 ),
 applied AS (
-  SELECT * FROM judged
+  SELECT _row, ${key}, ord, updated_at, fetched_at, state_hash FROM judged
   WHERE before_u IS NULL OR updated_at > before_u OR (updated_at = before_u AND fetched_at >= before_f)
 ),
 last AS (
-  SELECT * FROM applied QUALIFY row_number() OVER (PARTITION BY ${key}, updated_at ORDER BY ord DESC) = 1
+  SELECT _row, ${key}, updated_at, state_hash FROM applied
+  QUALIFY row_number() OVER (PARTITION BY ${key}, updated_at ORDER BY ord DESC) = 1
 ),
 seen AS (
   SELECT ${key}, updated_at, state_hash, min(fetched_at) AS observed_at FROM applied GROUP BY ALL
 )
-SELECT ${cols.map((c) => `l.${c}`).join(', ')}, l.created_date, l.updated_at AS valid_from,
-       lead(l.updated_at) OVER (PARTITION BY l.${key} ORDER BY l.updated_at) AS valid_to, s.observed_at, l.state_hash
+SELECT l._row, lead(l.updated_at) OVER (PARTITION BY l.${key} ORDER BY l.updated_at) AS valid_to, s.observed_at
 FROM last l JOIN seen s USING (${key}, updated_at, state_hash)`;
+  }
+
+  /** Rebuild, last: the picked rows of _rebuild_states as states, with their values. */
+  rebuildInsert(): string {
+    const cols = [...this.columns.map((c) => c.name), ...this.spec.counts.map((c) => c.name)].map(quoteIdent);
+    return `INSERT INTO ${this.table} (${this.names().map(quoteIdent).join(', ')})
+SELECT ${cols.map((c) => `s.${c}`).join(', ')}, s.created_date, s.updated_at AS valid_from, p.valid_to, p.observed_at,
+       s.state_hash
+FROM _rebuild_states s JOIN _rebuild_picks p ON s.rowid = p._row`;
   }
 }
