@@ -13,9 +13,9 @@ import type { RunCounts, SyncDeps } from './types.ts';
 /** Runs asked for per commit. */
 const PER_COMMIT = 100;
 
-/** Asks for the runs set aside; how many were found deleted. */
-export async function probeVanished(deps: SyncDeps, counts: RunCounts): Promise<number> {
-  const ids = await deps.gate.use((wh) => vanishedRuns(wh));
+/** Asks for the runs set aside (`ids`, when the caller read them already); how many were found deleted. */
+export async function probeVanished(deps: SyncDeps, counts: RunCounts, ids?: readonly string[]): Promise<number> {
+  ids ??= await deps.gate.use((wh) => vanishedRuns(wh));
   if (ids.length === 0) return 0;
   deps.logger.info({ runs: ids.length }, 'asking for runs a whole listing of their day no longer showed');
   const get = (id: string, signal: AbortSignal) => deps.api.getRun(id, { signal });

@@ -1,12 +1,13 @@
 import { PermissionError } from '../api/index.ts';
 import { MICROS_PER_SECOND } from '../util/timestamp.ts';
+import { vanishedRuns } from '../warehouse/deletions.ts';
 import type { PassKind } from './audit.ts';
 import { type SnapshotResult, snapshotCatalog } from './catalog.ts';
 import { probeVanished } from './deletions.ts';
 import { reconcileHorizon, syncLiveWindow } from './live.ts';
 import { recordOpenRuns, refreshOpenRuns } from './open-runs.ts';
 import { exportCounts, OperationError, type OperationResult, runOperation } from './operation.ts';
-import { retryPending, unloadableLines, unloadableRuns } from './pending.ts';
+import { pendingRuns, retryPending, unloadableLines, unloadableRuns } from './pending.ts';
 import { type RollingResult, rollHorizon } from './rolling.ts';
 import { emptyRunCounts, type RunCounts, type SyncDeps } from './types.ts';
 import type { Window } from './window.ts';
@@ -156,16 +157,23 @@ async function syncRuns(deps: SyncDeps, options: PassOptions, result: PassResult
       result.openRunsLongestUncheckedSeconds = Math.round(open.longestUnchecked / MICROS_PER_SECOND);
       result.rolling = await counted('reconcile', () => rollHorizon(deps, window.from, result.runs));
     }
-    const passes = await deps.gate.use((wh) =>
-      wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
-    );
-    result.pendingRetried = await retryPending(deps, result.runs, Number(passes[0]?.n ?? 0));
-    await probeVanished(deps, result.runs);
-    result.errors.push(...unloadableLines(await deps.gate.use((wh) => unloadableRuns(wh, 5))));
+    // What the pass's tail works on is read in one unit, and what it leaves written in another:
+    // each unit opens the file afresh.
+    const tail = await deps.gate.use(async (wh) => ({
+      passes: await wh.all<{ n: bigint }>(`SELECT count(*) AS n FROM _sync_audit WHERE kind IN ('sync', 'reconcile')`),
+      pending: await pendingRuns(wh),
+      vanished: await vanishedRuns(wh),
+    }));
+    const passNumber = Number(tail.passes[0]?.n ?? 0);
+    result.pendingRetried = await retryPending(deps, result.runs, passNumber, tail.pending);
+    await probeVanished(deps, result.runs, tail.vanished);
     const listedFrom = options.reconcile ? horizonStart : window.from;
-    result.openRunsTracked = await deps.gate.use((wh) =>
-      recordOpenRuns(wh, horizonStart, deps.now(), listedFrom, checked),
-    );
+    const end = await deps.gate.use(async (wh) => ({
+      unloadable: await unloadableRuns(wh, 5),
+      tracked: await recordOpenRuns(wh, horizonStart, deps.now(), listedFrom, checked),
+    }));
+    result.errors.push(...unloadableLines(end.unloadable));
+    result.openRunsTracked = end.tracked;
   } catch (e) {
     if (!(e instanceof PermissionError)) throw e;
     result.errors.push(deniedLine('runs', e.scope, e.message));

@@ -12,12 +12,23 @@ import type { RunCounts, SyncDeps } from './types.ts';
 export const MAX_ATTEMPTS = 10;
 const PER_ITEM = 100;
 
-export async function retryPending(deps: SyncDeps, counts: RunCounts, passNumber: number): Promise<number> {
-  const rows = await deps.gate.use((wh) =>
-    wh.all<{ id: string; attempts: number }>(
-      `SELECT run_id AS id, attempts FROM _sync_pending_runs ORDER BY first_failed_at, run_id`,
-    ),
-  );
+export interface PendingRun {
+  id: string;
+  attempts: number;
+}
+
+/** The runs on the pending list, oldest failure first. */
+export function pendingRuns(db: SqlRunner): Promise<PendingRun[]> {
+  return db.all<PendingRun>(`SELECT run_id AS id, attempts FROM _sync_pending_runs ORDER BY first_failed_at, run_id`);
+}
+
+/** Fetches the runs of `rows` (the pending list) due at pass `passNumber`; how many were due. */
+export async function retryPending(
+  deps: SyncDeps,
+  counts: RunCounts,
+  passNumber: number,
+  rows: readonly PendingRun[],
+): Promise<number> {
   const due = rows.filter((r) => r.attempts < MAX_ATTEMPTS || passNumber % 10 === 0).map((r) => r.id);
   if (due.length === 0) return 0;
   deps.logger.info({ runs: due.length }, 'fetching run details that failed before');
