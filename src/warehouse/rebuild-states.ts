@@ -9,8 +9,12 @@ import type { Warehouse } from './types.ts';
 // loads judged them, a bucket of runs at a time so each statement's windows hold a bucket, on the
 // narrow columns judging reads; the picked rows' values are copied once at the end.
 
-/** Payload rows a bucket holds, about: its windows sort this many narrow rows at most. */
-export const STATE_BUCKET_ROWS = 200_000;
+/**
+ * Payload rows a bucket holds, about: its windows sort this many narrow rows at most. DuckDB's
+ * windows hold working memory beyond its memory_limit, growing with the rows they sort, and
+ * smaller buckets cost only a scan of one narrow column each.
+ */
+export const STATE_BUCKET_ROWS = 50_000;
 
 /** Fills the states table from the archive files (in commit order); the rows written. */
 export async function rebuildStates(wh: Warehouse, files: readonly string[], resource: ResourceSpec): Promise<number> {
