@@ -31,9 +31,7 @@ export async function rebuildStates(wh: Warehouse, files: readonly string[], res
   await wh.run(`CREATE OR REPLACE TEMP TABLE _rebuild_state_files (filename VARCHAR, ord INTEGER)`);
   await wh.run(`INSERT INTO _rebuild_state_files SELECT unnest(${list}), unnest(range(${files.length}))`);
   await wh.run(sql.rebuildStage(payloads, structure, buckets));
-  await wh.run(
-    `CREATE OR REPLACE TEMP TABLE _rebuild_picks (_row BIGINT, valid_to TIMESTAMPTZ, observed_at TIMESTAMPTZ)`,
-  );
+  await wh.run(sql.rebuildPicksTable());
   for (let b = 0; b < buckets; b++) await wh.run(sql.rebuildPick(b, '_rebuild_state_files'));
   const [r] = await wh.all<{ Count: bigint }>(sql.rebuildInsert());
   await wh.run('DROP TABLE _rebuild_picks');

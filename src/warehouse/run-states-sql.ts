@@ -59,16 +59,13 @@ export class RunStatesSql {
     return `md5(CAST(struct_pack(${members.join(', ')}) AS VARCHAR))`;
   }
 
+  /** The state's own values: its columns and counts. */
+  private valueNames(): string[] {
+    return [...this.columns.map((c) => c.name), ...this.spec.counts.map((c) => c.name)];
+  }
+
   private names(): string[] {
-    return [
-      ...this.columns.map((c) => c.name),
-      ...this.spec.counts.map((c) => c.name),
-      'created_date',
-      'valid_from',
-      'valid_to',
-      'observed_at',
-      'state_hash',
-    ];
+    return [...this.valueNames(), 'created_date', 'valid_from', 'valid_to', 'observed_at', 'state_hash'];
   }
 
   /**
@@ -153,6 +150,11 @@ FROM (
    * narrow columns they judge by (the row's place in _rebuild_states, not its values): a state's
    * text is wide, and a bucket of wide rows sorted several times over does not fit a small budget.
    */
+  /** Rebuild: the table rebuildPick fills, each picked row's place and its times. */
+  rebuildPicksTable(): string {
+    return 'CREATE OR REPLACE TEMP TABLE _rebuild_picks (_row BIGINT, valid_to TIMESTAMPTZ, observed_at TIMESTAMPTZ)';
+  }
+
   rebuildPick(bucket: number, files: string): string {
     const key = quoteIdent(this.resource.key);
     return `INSERT INTO _rebuild_picks
@@ -184,9 +186,9 @@ FROM last l JOIN seen s USING (${key}, updated_at, state_hash)`;
 
   /** Rebuild, last: the picked rows of _rebuild_states as states, with their values. */
   rebuildInsert(): string {
-    const cols = [...this.columns.map((c) => c.name), ...this.spec.counts.map((c) => c.name)].map(quoteIdent);
+    const cols = this.valueNames().map((c) => `s.${quoteIdent(c)}`);
     return `INSERT INTO ${this.table} (${this.names().map(quoteIdent).join(', ')})
-SELECT ${cols.map((c) => `s.${c}`).join(', ')}, s.created_date, s.updated_at AS valid_from, p.valid_to, p.observed_at,
+SELECT ${cols.join(', ')}, s.created_date, s.updated_at AS valid_from, p.valid_to, p.observed_at,
        s.state_hash
 FROM _rebuild_states s JOIN _rebuild_picks p ON s.rowid = p._row`;
   }
