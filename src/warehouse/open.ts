@@ -1,14 +1,15 @@
 import { existsSync } from 'node:fs';
 import { mkdir } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
+import type { DuckDBInstance } from '@duckdb/node-api';
 import { fileArchive, PII_NOTE, piiNote } from '../archive/sink.ts';
 import { EVOLVE } from '../resources/contract.ts';
 import type { ResourceSpec } from '../resources/types.ts';
-import { silentLogger } from '../util/logger.ts';
-import { defaultMemoryBudget, type MemoryBudget } from '../util/memory-budget.ts';
+import { type Logger, silentLogger } from '../util/logger.ts';
+import { defaultMemoryBudget, type MemoryBudget, parseMemorySize } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { createInstance } from './duckdb-instance.ts';
-import { WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
+import { firstLineOf, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
 import {
   closeHandle,
   connectLane,
@@ -21,6 +22,7 @@ import {
   transaction,
 } from './handle.ts';
 import { defaultMigrationsDir, migrate, pendingMigrations, readSchemaFiles } from './migrate.ts';
+import { isReplayShortOfMemory } from './out-of-memory.ts';
 import { readResources } from './schema.ts';
 import { DB_FILE, type Warehouse, type WarehouseOptions } from './types.ts';
 
@@ -71,10 +73,15 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
   if (!readOnly) await mkdir(root, { recursive: true, mode: 0o700 });
 
   const config = duckdbConfig(options, budget, readOnly);
-  const instance = await createInstance(file, config, options.lockWaitMs ?? 0, options.onLocked, options.signal);
+  const { instance, raised } = await createReplaying(file, config, budget, options, logger);
   const h = newHandle({ file, config, budget, logger, readOnly }, instance, await instance.connect());
   try {
     await h.db.run(`SET TimeZone = 'UTC'`);
+    if (raised) {
+      // Folded into the file while the room is there, so the next opener has nothing to replay.
+      if (!readOnly) await h.db.run('CHECKPOINT');
+      await setMemoryLimit(h, config.memory_limit as string);
+    }
     h.resources = await openSchema(h, options.migrationsDir, now);
   } catch (e) {
     h.connection.closeSync();
@@ -82,6 +89,45 @@ export async function openWarehouse(dir: string, options: WarehouseOptions = {})
     throw e;
   }
   return warehouseOf(h, root, options, now);
+}
+
+/**
+ * Creates the instance, which replays the write-ahead log a unit before left (KEEP_LOG_MAX) within
+ * the open's memory limit. The replay applies the log as one transaction, index entries included,
+ * and a large batch's on a large warehouse may need more than loading's share: such a replay is
+ * done again with the export's share (`raised`; the caller checkpoints and sets the limit back), so
+ * a warehouse is never left unable to open at its own limit.
+ */
+async function createReplaying(
+  file: string,
+  config: Record<string, string>,
+  budget: MemoryBudget,
+  options: WarehouseOptions,
+  logger: Logger,
+): Promise<{ instance: DuckDBInstance; raised: boolean }> {
+  const create = (c: Record<string, string>) =>
+    createInstance(file, c, options.lockWaitMs ?? 0, options.onLocked, options.signal);
+  try {
+    return { instance: await create(config), raised: false };
+  } catch (e) {
+    const error = firstLineOf(e);
+    const more = budget.exportMemoryLimit;
+    const usual = config.memory_limit as string;
+    if (!isReplayShortOfMemory(error) || (parseMemorySize(more) ?? 0) <= (parseMemorySize(usual) ?? Infinity)) throw e;
+    logger.warn(
+      { file, error, memoryLimit: more },
+      'the write-ahead log did not fit the memory limit to replay; replaying it with more',
+    );
+    try {
+      return { instance: await create({ ...config, memory_limit: more }), raised: true };
+    } catch (again) {
+      if (!isReplayShortOfMemory(firstLineOf(again))) throw again;
+      throw new Error(
+        `the write-ahead log of ${file} needs more than ${more} to replay; open it once with a larger RUNSYNC_MEMORY_LIMIT (${firstLineOf(again)})`,
+        { cause: again },
+      );
+    }
+  }
 }
 
 /**

@@ -24,6 +24,14 @@ export function isCheckpointShortOfMemory(message: string): boolean {
   return /out of memory|failed to pin block|failed to offload/i.test(message);
 }
 
+/** An open whose replay of the write-ahead log ran out of memory (its commit or a block it needed). */
+export function isReplayShortOfMemory(message: string): boolean {
+  return (
+    /Failure while replaying WAL/i.test(message) &&
+    /out of memory|failed to (pin|allocate|offload)|could not allocate/i.test(message)
+  );
+}
+
 /**
  * Runs `work` in a transaction; one that runs out of memory, or whose commit DuckDB refuses, is
  * said in the log (`fields`, `what`) and run again, once, with OUTSIZED_MEMORY_LIMIT. The commit

@@ -1,5 +1,6 @@
 import { existsSync, statSync } from 'node:fs';
 import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { MERGE_ROW_GROUPS_EVERY, WarehouseGate } from '../../src/sync/warehouse-gate.ts';
 import { createLogger, silentLogger } from '../../src/util/logger.ts';
@@ -133,5 +134,45 @@ describe('units that keep the write-ahead log', () => {
     const last = await rowGroups();
     expect(last).toMatchObject({ rows: end, chars: (end - 1) * 1024 + 1 });
     expect(last.groups).toBeLessThan(merged + 3);
+  });
+
+  it("replay a log that does not fit the open's memory limit with more, and fold it into the file", async () => {
+    const lines: { msg: string }[] = [];
+    const logger = createLogger({ level: 'warn', destination: { write: (l: string) => lines.push(JSON.parse(l)) } });
+    const gate = new WarehouseGate({ dir, logger: silentLogger() });
+    // A keyed table's batch: its replay rebuilds the index entries in memory as well as the rows.
+    await gate.use((wh) => wh.run(`CREATE TABLE notes (id VARCHAR PRIMARY KEY, body VARCHAR)`));
+    await gate.use(
+      (wh) =>
+        wh.run(
+          `INSERT INTO notes SELECT 'note-' || md5(i::VARCHAR) || md5((-i)::VARCHAR), repeat('x', 20) FROM range(100000) t(i)`,
+        ),
+      { keepLog: true },
+    );
+    expect(walBytes()).toBeGreaterThan(0);
+    expect(walBytes()).toBeLessThan(KEEP_LOG_MAX);
+    const small = '16MB';
+    // DuckDB alone cannot open the file at that limit.
+    await expect(
+      DuckDBInstance.create(join(dir, DB_FILE), { memory_limit: small, access_mode: 'READ_ONLY' }),
+    ).rejects.toThrow(/Failure while replaying WAL/);
+
+    const wh = await openWarehouse(dir, { logger, memoryLimit: small });
+    try {
+      expect(walBytes()).toBe(0);
+      const [r] = await wh.all<{ n: bigint; limit: string }>(
+        `SELECT count(*) AS n, current_setting('memory_limit') AS limit FROM notes`,
+      );
+      expect(Number(r?.n)).toBe(100_000);
+      expect(r?.limit).toBe('15.2 MiB');
+    } finally {
+      await wh.close();
+    }
+    expect(lines.map((l) => l.msg)).toEqual([
+      'the write-ahead log did not fit the memory limit to replay; replaying it with more',
+    ]);
+    // Nothing left to replay: the next open at that limit is a plain one.
+    await withWarehouse(dir, { logger, memoryLimit: small, readOnly: true }, async () => undefined);
+    expect(lines).toHaveLength(1);
   });
 });
