@@ -29,6 +29,7 @@ export async function readCompleteness(db: SqlRunner, now: Micros): Promise<Comp
   const horizonStart = expected ? now - expected.horizon : null;
   const staleBefore = expected?.every ? now - expected.every : null;
   const inHorizon = `day + INTERVAL 1 DAY > ${US_TO_TSTZ('$1')}`;
+  // One read of the view: each reads every stored run (its days' counts and checksums).
   const [r] = await db.all<{
     days: bigint;
     verified: bigint;
@@ -37,6 +38,7 @@ export async function readCompleteness(db: SqlRunner, now: Micros): Promise<Comp
     stale: bigint;
     oldest_horizon: bigint | null;
     oldest: bigint | null;
+    disagreeing: { day: string; listed: bigint; warehouse: bigint }[] | null;
   }>(
     `SELECT count(*) FILTER (WHERE state <> 'current') AS days,
        count(*) FILTER (WHERE verified_at IS NOT NULL AND state <> 'current') AS verified,
@@ -44,14 +46,13 @@ export async function readCompleteness(db: SqlRunner, now: Micros): Promise<Comp
        count(*) FILTER (WHERE state = 'disagree') AS disagree,
        count(*) FILTER (WHERE $2::BIGINT IS NOT NULL AND ${inHorizon} AND verified_at < ${US_TO_TSTZ('$2')}) AS stale,
        min(epoch_us(verified_at)) FILTER (WHERE ${inHorizon}) AS oldest_horizon,
-       min(epoch_us(verified_at)) AS oldest
+       min(epoch_us(verified_at)) AS oldest,
+       list_slice(list({'day': CAST(day AS VARCHAR), 'listed': listed_runs, 'warehouse': warehouse_runs} ORDER BY day)
+         FILTER (WHERE state = 'disagree'), 1, ${NAMED}) AS disagreeing
      FROM sync_completeness`,
     [horizonStart === null ? null : BigInt(horizonStart), staleBefore === null ? null : BigInt(staleBefore)],
   );
-  const disagreeing = await db.all<{ day: string; listed: bigint; warehouse: bigint }>(
-    `SELECT CAST(day AS VARCHAR) AS day, listed_runs AS listed, warehouse_runs AS warehouse
-     FROM sync_completeness WHERE state = 'disagree' ORDER BY day LIMIT ${NAMED}`,
-  );
+  const disagreeing = r?.disagreeing ?? [];
   const oldest = r?.oldest_horizon ?? r?.oldest ?? null;
   return {
     days: Number(r?.days ?? 0),
