@@ -79,6 +79,11 @@ export function parseMemorySize(raw: string): number | null {
   return Number.isFinite(n) && n > 0 ? Math.floor(n) : null;
 }
 
+/** Whether the size `more` is surely larger than `than` (unreadable sizes never are). */
+export function isLargerMemorySize(more: string, than: string): boolean {
+  return (parseMemorySize(more) ?? 0) > (parseMemorySize(than) ?? Infinity);
+}
+
 const mb = (bytes: number) => `${Math.max(16, Math.floor(bytes / MB))}MB`;
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
 

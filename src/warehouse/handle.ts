@@ -2,7 +2,7 @@ import { statSync } from 'node:fs';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import type { ResourceSpec } from '../resources/types.ts';
 import type { Logger } from '../util/logger.ts';
-import { type MemoryBudget, parseMemorySize } from '../util/memory-budget.ts';
+import { isLargerMemorySize, type MemoryBudget } from '../util/memory-budget.ts';
 import { createInstance } from './duckdb-instance.ts';
 import { firstLineOf, WarehouseCommitError } from './errors.ts';
 import { isCheckpointShortOfMemory } from './out-of-memory.ts';
@@ -250,7 +250,7 @@ async function checkpointBeforeClose(h: Handle, log: number, merge: boolean): Pr
  */
 async function checkpoint(h: Handle, ample: boolean, merge: boolean, retry: boolean): Promise<CheckpointOutcome> {
   const limit = h.memoryLimit;
-  const raise = ample && (parseMemorySize(h.budget.exportMemoryLimit) ?? 0) > (parseMemorySize(limit) ?? Infinity);
+  const raise = ample && isLargerMemorySize(h.budget.exportMemoryLimit, limit);
   try {
     if (raise) await setMemoryLimit(h, h.budget.exportMemoryLimit);
     if (!merge) await h.db.run('SET max_vacuum_tasks = 0');

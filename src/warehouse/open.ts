@@ -6,7 +6,7 @@ import { fileArchive, PII_NOTE, piiNote } from '../archive/sink.ts';
 import { EVOLVE } from '../resources/contract.ts';
 import type { ResourceSpec } from '../resources/types.ts';
 import { type Logger, silentLogger } from '../util/logger.ts';
-import { defaultMemoryBudget, type MemoryBudget, parseMemorySize } from '../util/memory-budget.ts';
+import { defaultMemoryBudget, isLargerMemorySize, type MemoryBudget } from '../util/memory-budget.ts';
 import type { Micros } from '../util/timestamp.ts';
 import { createInstance } from './duckdb-instance.ts';
 import { firstLineOf, WarehouseLockedError, WarehouseSchemaError } from './errors.ts';
@@ -112,8 +112,7 @@ async function createReplaying(
   } catch (e) {
     const error = firstLineOf(e);
     const more = budget.exportMemoryLimit;
-    const usual = config.memory_limit as string;
-    if (!isReplayShortOfMemory(error) || (parseMemorySize(more) ?? 0) <= (parseMemorySize(usual) ?? Infinity)) throw e;
+    if (!isReplayShortOfMemory(error) || !isLargerMemorySize(more, config.memory_limit as string)) throw e;
     logger.warn(
       { file, error, memoryLimit: more },
       'the write-ahead log did not fit the memory limit to replay; replaying it with more',

@@ -28,7 +28,7 @@ export function isCheckpointShortOfMemory(message: string): boolean {
 export function isReplayShortOfMemory(message: string): boolean {
   return (
     /Failure while replaying WAL/i.test(message) &&
-    /out of memory|failed to (pin|allocate|offload)|could not allocate/i.test(message)
+    (isCheckpointShortOfMemory(message) || /(failed to|could not) allocate/i.test(message))
   );
 }
 
