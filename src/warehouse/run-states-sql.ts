@@ -85,9 +85,10 @@ FROM ${from}`;
   }
 
   /**
-   * Statements that apply _stage_state: the current state of each replaced run that differs is
-   * closed (or, begun at the same time, removed to be replaced), then every new state that is not
-   * the current one inserted. Only the days of the replaced runs are read.
+   * Statements that apply _stage_state: the current state of each replaced run is read once (its
+   * place in the table, _stage_current); one that differs is closed (or, begun at the same time,
+   * removed to be replaced), then every new state that is not the current one inserted. Only the
+   * days of the replaced runs are read, and the table is written by place alone.
    */
   apply(range: DayRange | null): string[] {
     const key = quoteIdent(this.resource.key);
@@ -95,12 +96,19 @@ FROM ${from}`;
 SELECT ${this.names().map(quoteIdent).join(', ')} FROM _stage_state n`;
     if (range === null) return [insert, 'DROP TABLE _stage_state'];
     const days = `h.created_date BETWEEN ${quoteLiteral(range.from)}::DATE AND ${quoteLiteral(range.to)}::DATE`;
-    const current = `h.${key} = n._id AND h.valid_to IS NULL AND ${days} AND n._verdict <> 'new'`;
+    const replaced = `c JOIN _stage_state n ON n._id = c._id`;
     return [
-      `DELETE FROM _stage_state n WHERE EXISTS (SELECT 1 FROM ${this.table} h WHERE ${current} AND h.state_hash = n.state_hash)`,
-      `DELETE FROM ${this.table} h USING _stage_state n WHERE ${current} AND h.valid_from >= n.valid_from`,
-      `UPDATE ${this.table} h SET valid_to = n.valid_from FROM _stage_state n WHERE ${current}`,
-      `${insert}`,
+      `CREATE OR REPLACE TEMP TABLE _stage_current AS
+SELECT h.rowid AS _row, h.${key} AS _id, h.valid_from, h.state_hash FROM ${this.table} h
+WHERE h.valid_to IS NULL AND ${days} AND h.${key} IN (SELECT _id FROM _stage_state WHERE _verdict <> 'new')`,
+      `DELETE FROM _stage_state n USING _stage_current c WHERE n._id = c._id AND n.state_hash = c.state_hash`,
+      `DELETE FROM ${this.table} h WHERE ${days} AND h.rowid IN (
+  SELECT c._row FROM _stage_current ${replaced} WHERE c.valid_from >= n.valid_from)`,
+      `UPDATE ${this.table} h SET valid_to = u.valid_from FROM (
+  SELECT c._row, n.valid_from FROM _stage_current ${replaced} WHERE c.valid_from < n.valid_from
+) u WHERE ${days} AND h.rowid = u._row`,
+      insert,
+      'DROP TABLE _stage_current',
       'DROP TABLE _stage_state',
     ];
   }

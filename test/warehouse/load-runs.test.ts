@@ -328,6 +328,25 @@ describe('loading run details', () => {
     ]);
   });
 
+  it('keeps one state per updated_at in runs_history, and closes it when a newer one comes', async () => {
+    const history = () =>
+      wh.all(
+        `SELECT status, epoch_us(valid_from) AS f, epoch_us(valid_to) AS t FROM runs_history ORDER BY valid_from`,
+      );
+    await loadRunDetails(wh, [runDetail({ status: 'running' })], { fetchedAt: 2_000_000 });
+    await loadRunDetails(wh, [runDetail({ status: 'running' })], { fetchedAt: 2_500_000 });
+    await loadRunDetails(wh, [runDetail({ status: 'failed' })], { fetchedAt: 3_000_000 });
+    const [first] = (await history()) as { f: bigint }[];
+    expect(await history()).toEqual([{ status: 'failed', f: first?.f, t: null }]);
+    const later = runDetail({ status: 'completed', updated_at: '2031-01-01T00:00:00Z' });
+    await loadRunDetails(wh, [later], { fetchedAt: 4_000_000 });
+    const end = BigInt(Date.parse('2031-01-01T00:00:00Z')) * 1000n;
+    expect(await history()).toEqual([
+      { status: 'failed', f: first?.f, t: end },
+      { status: 'completed', f: end, t: null },
+    ]);
+  });
+
   it('keeps a refused payload with its reason and loads the rest of the batch', async () => {
     const bad = runDetail({ id: 'bad', updated_at: 'yesterday' });
     const r = await loadRunDetails(wh, [runDetail(), bad]);
