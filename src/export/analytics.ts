@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { type DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { shareFile } from '../util/file-share.ts';
 import { defaultMigrationsDir, VIEWS_FILE } from '../warehouse/migrate.ts';
-import { quoteIdent, quoteLiteral, sqlRunner, tableColumns } from '../warehouse/sql.ts';
+import { columnsByTable, quoteIdent, quoteLiteral, sqlRunner, type TableColumn } from '../warehouse/sql.ts';
 import { getState, setState } from '../warehouse/sync-state.ts';
 import { ANALYTICS_FILE, type SqlRunner, type Warehouse } from '../warehouse/types.ts';
 import { DATA_FILE, type ExportTable } from './tables.ts';
@@ -31,10 +31,11 @@ export async function writeAnalyticsViews(
   const target = join(wh.dir, ANALYTICS_FILE);
   const withFiles: ExportTable[] = [];
   const views: string[] = [];
+  const columns = await columnsByTable(wh);
   for (const t of tables) {
     const files = await tree.hasFiles(t.name);
     if (files) withFiles.push(t);
-    views.push(await viewSql(wh, t, files));
+    views.push(viewSql(t, columns.get(t.name) ?? [], files));
   }
   // The views read the tree's files by pattern when queried, so new files need no new views. Made
   // again only when what they say changes (a column, a table's first file, the tree's place, the
@@ -79,8 +80,7 @@ export async function writeAnalyticsViews(
 }
 
 /** The view of a table over the tree the macro names (`files`: false while it has none yet). */
-async function viewSql(db: SqlRunner, t: ExportTable, files: boolean): Promise<string> {
-  const cols = await tableColumns(db, t.name);
+function viewSql(t: ExportTable, cols: readonly TableColumn[], files: boolean): string {
   const list = cols.map((c) => quoteIdent(c.name)).join(', ');
   if (files) {
     const tail = t.partitioned ? `/${t.name}/*/*.parquet` : `/${t.name}/${DATA_FILE}`;

@@ -26,7 +26,7 @@ export async function appendRows(
   if (rows.length === 0) return;
   const names = (
     await db.all<{ name: string }>(
-      `SELECT column_name AS name FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position`,
+      `SELECT column_name AS name FROM duckdb_columns() WHERE table_name = $1 ORDER BY column_index`,
       [table],
     )
   ).map((r) => r.name);

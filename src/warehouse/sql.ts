@@ -30,14 +30,32 @@ export async function runBookkeeping(tx: SqlRunner, bookkeeping: Bookkeeping | u
   for (const [sql, params] of bookkeeping) await tx.run(sql, params);
 }
 
-/** A table's columns in order: name, type, and whether they take NULL. */
-export async function tableColumns(
-  db: SqlRunner,
-  table: string,
-): Promise<{ name: string; type: string; nullable: 'YES' | 'NO' }[]> {
-  return db.all<{ name: string; type: string; nullable: 'YES' | 'NO' }>(
-    `SELECT column_name AS name, data_type AS type, is_nullable AS nullable FROM information_schema.columns
-     WHERE table_schema = 'main' AND table_name = $1 ORDER BY ordinal_position`,
-    [table],
-  );
+/** A column of a table: name, type, and whether it takes NULL. */
+export interface TableColumn {
+  name: string;
+  type: string;
+  nullable: 'YES' | 'NO';
+}
+
+// duckdb_columns() rather than information_schema.columns: the latter is a view joining every
+// catalog entry, several times slower to read.
+const COLUMNS_SQL = `SELECT table_name AS "table", column_name AS name, data_type AS type,
+  CASE WHEN is_nullable THEN 'YES' ELSE 'NO' END AS nullable
+FROM duckdb_columns() WHERE database_name = current_database() AND schema_name = 'main'`;
+
+/** A table's columns in order. */
+export async function tableColumns(db: SqlRunner, table: string): Promise<TableColumn[]> {
+  return db.all<TableColumn>(`${COLUMNS_SQL} AND table_name = $1 ORDER BY column_index`, [table]);
+}
+
+/** The columns of every table and view of the main schema, in order, by table: one read. */
+export async function columnsByTable(db: SqlRunner): Promise<Map<string, TableColumn[]>> {
+  const rows = await db.all<TableColumn & { table: string }>(`${COLUMNS_SQL} ORDER BY table_name, column_index`);
+  const out = new Map<string, TableColumn[]>();
+  for (const { table, ...c } of rows) {
+    const list = out.get(table) ?? [];
+    list.push(c);
+    out.set(table, list);
+  }
+  return out;
 }
