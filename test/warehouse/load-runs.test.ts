@@ -330,9 +330,7 @@ describe('loading run details', () => {
 
   it('keeps one state per updated_at in runs_history, and closes it when a newer one comes', async () => {
     const history = () =>
-      wh.all(
-        `SELECT status, epoch_us(valid_from) AS f, epoch_us(valid_to) AS t FROM runs_history ORDER BY valid_from`,
-      );
+      wh.all(`SELECT status, epoch_us(valid_from) AS f, epoch_us(valid_to) AS t FROM runs_history ORDER BY valid_from`);
     await loadRunDetails(wh, [runDetail({ status: 'running' })], { fetchedAt: 2_000_000 });
     await loadRunDetails(wh, [runDetail({ status: 'running' })], { fetchedAt: 2_500_000 });
     await loadRunDetails(wh, [runDetail({ status: 'failed' })], { fetchedAt: 3_000_000 });
