@@ -87,11 +87,16 @@ export function isLargerMemorySize(more: string, than: string): boolean {
 const mb = (bytes: number) => `${Math.max(16, Math.floor(bytes / MB))}MB`;
 const clamp = (n: number, lo: number, hi: number) => Math.min(hi, Math.max(lo, n));
 
+// DuckDB keeps what a table was appended since its last checkpoint in blocks of its own, a block
+// for each column and one for each column's validity (256 KiB each) however few the rows: a batch
+// of run details appends to runs, runs_history, the child tables and the bookkeeping, some 140
+// columns, about 70 MB. The loads' share holds them beside the batch's staging at the default
+// budget; below it, every commit writes blocks out and reads them back.
 export function memoryBudget(bytes: number, cores: number = availableParallelism()): MemoryBudget {
   const scale = bytes / (400 * MB);
   return {
     bytes,
-    duckdbMemoryLimit: mb(bytes * 0.16),
+    duckdbMemoryLimit: mb(bytes * 0.2),
     exportMemoryLimit: mb(bytes * 0.28),
     // A DuckDB thread holds working memory of its own, beyond memory_limit: threads come with budget.
     threads: clamp(Math.min(cores - 1, Math.floor(bytes / (200 * MB))), 1, 64),
