@@ -246,12 +246,11 @@ async function partitionFiles(
       // however large the table grows (one partitioned COPY of the whole set does not).
       // A child table's rows are written as stored: a run's rows went in together, so they lie
       // together, and sorting a day of steps would add much to the time writing them takes.
-      const select =
-        t.name === 'runs'
-          ? `SELECT * EXCLUDE (created_date) FROM runs WHERE ${runs} ORDER BY ${t.orderBy}`
-          : whole
-            ? `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${day}`
-            : childRowsOf(t, day, runs);
+      const select = t.ownCreatedAt
+        ? `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${runs} ORDER BY ${t.orderBy}`
+        : whole
+          ? `SELECT * EXCLUDE (created_date) FROM ${quoteIdent(t.name)} WHERE ${day}`
+          : childRowsOf(t, day, runs);
       jobs.push({ table: t, select, path: `${part}/${spanFile(plan.span, start)}` });
     }
   }

@@ -14,6 +14,8 @@ export interface ExportTable {
   runKey: string;
   /** The table its rows lie in: its own, or for a view the export writes like a table, the view's. */
   stored: { table: string; where: string | null };
+  /** Its rows carry their run's created_at (runs, and a run's states): a span selects them by it. */
+  ownCreatedAt: boolean;
 }
 
 export function exportTables(resources: readonly ResourceSpec[]): ExportTable[] {
@@ -24,6 +26,7 @@ export function exportTables(resources: readonly ResourceSpec[]): ExportTable[] 
       orderBy: t.orderBy,
       runKey: t.child ? t.child.parentKey : r.key,
       stored: t.derivedFrom ?? { table: t.name, where: null },
+      ownCreatedAt: t.partitioned && !t.child && !t.derivedFrom && t.columns.some((c) => c.name === 'created_at'),
     })),
   );
 }
