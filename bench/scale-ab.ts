@@ -5,6 +5,7 @@ import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { allocatorEnv, defaultMemoryBudget, heapFlags } from '../src/util/memory-budget.ts';
 import type { BenchRow } from './bench-types.ts';
+import { scaleWorld, warmToolOptions, worldSimulator } from './scale-world.ts';
 import { formatTable } from './table.ts';
 
 // Steady passes of two checkouts of runsync against the same world, taken in turn (A B, B A, …) so
@@ -68,23 +69,13 @@ const sides: Side[] = [];
 try {
   for (const [i, root] of [rootA, rootB].entries()) {
     const { worldWarehouse, startDateOf } = await from(root, 'bench/world-warehouse.ts');
-    const { scaleWorld, NOW } = await from(root, 'bench/scale-world.ts');
     const { startSimulator } = await from(root, 'src/simulator/index.ts');
     const w = scaleWorld(size);
     const dir = join(work, String(i));
     await worldWarehouse(w, dir, log);
     const limits = process.env.BENCH_AB_UNLIMITED === '1' ? { rateLimit: { perKey: null } } : {};
-    const sim = await startSimulator({
-      port: 0,
-      seed: w.seed,
-      size,
-      days: w.days,
-      now: NOW,
-      clock: 'manual',
-      ...limits,
-    });
-    // The simulator counts the whole world on its first tool-options request.
-    await fetch(`${sim.url}/api/v1/runs/tool-options`, { headers: { authorization: `Bearer ${sim.key}` } });
+    const sim = await worldSimulator(w, limits, startSimulator);
+    await warmToolOptions(sim);
     sides.push({ root, dir, start: startDateOf(w), sim, warehouseMs: [], wallMs: [] });
   }
   for (const s of sides) await pass(s);

@@ -12,7 +12,7 @@ import {
   observedToJson,
   observeUnknown,
 } from '../src/resources/schema-observe.ts';
-import { startSimulator } from '../src/simulator/index.ts';
+import { type Simulator, type SimulatorOptions, startSimulator } from '../src/simulator/index.ts';
 import { type Micros, parseTimestamp } from '../src/util/timestamp.ts';
 import { toJsonText } from '../src/warehouse/json-text.ts';
 import { OBSERVED_NOTE } from '../src/warehouse/load-runs.ts';
@@ -87,6 +87,26 @@ export async function rawArchive(w: WorldSpec, log: (l: string) => void): Promis
   await sim.close();
   writeFileSync(done, '');
   return dir;
+}
+
+/**
+ * The simulator of world `w` on a manual clock, `options` laid over (`start`: the startSimulator of
+ * the checkout measured, this one's by default).
+ */
+export function worldSimulator(
+  w: WorldSpec,
+  options: SimulatorOptions = {},
+  start: typeof startSimulator = startSimulator,
+): Promise<Simulator> {
+  return start({ port: 0, seed: w.seed, size: w.size, days: w.days, now: w.now, clock: 'manual', ...options });
+}
+
+/**
+ * Asks the simulator's tool options once: it works them out of the whole world on the first
+ * request (longer than the client waits at a million runs), where the API has them at hand.
+ */
+export async function warmToolOptions(sim: Simulator): Promise<void> {
+  await fetch(`${sim.url}/api/v1/runs/tool-options`, { headers: { authorization: `Bearer ${sim.key}` } });
 }
 
 /** Bytes under `path` (a file, or a folder and everything in it). */

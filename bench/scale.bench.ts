@@ -2,11 +2,19 @@ import { cpSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startSimulator } from '../src/simulator/index.ts';
 import { allocatorEnv, defaultMemoryBudget, heapFlags } from '../src/util/memory-budget.ts';
 import { MICROS_PER_HOUR, MICROS_PER_MINUTE } from '../src/util/timestamp.ts';
 import type { Bench, BenchRow } from './bench-types.ts';
-import { bytesUnder, NOW, rawArchive, scaleWorld, type Timed, timed } from './scale-world.ts';
+import {
+  bytesUnder,
+  NOW,
+  rawArchive,
+  scaleWorld,
+  type Timed,
+  timed,
+  warmToolOptions,
+  worldSimulator,
+} from './scale-world.ts';
 import { startDateOf, type WorldSpec, worldWarehouse } from './world-warehouse.ts';
 
 /** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
@@ -72,15 +80,13 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
   const dir = join(root, 'w');
   try {
     await worldWarehouse(w, dir, log);
-    const sim = await startSimulator({ port: 0, seed: w.seed, size, days: w.days, now: NOW, clock: 'manual' });
+    const sim = await worldSimulator(w);
     try {
       const pass = (env: NodeJS.ProcessEnv = {}) => {
         sim.clock.advance(5 * MICROS_PER_MINUTE);
         return child(['sync', dir, sim.url, sim.key, String(sim.clock.now()), startDateOf(w)], env);
       };
-      // The simulator works its tool options out of the whole world on the first request (longer
-      // than the client waits at a million runs), where the API has them at hand.
-      await fetch(`${sim.url}/api/v1/runs/tool-options`, { headers: { authorization: `Bearer ${sim.key}` } });
+      await warmToolOptions(sim);
       await pass();
       const steady = await pass();
       const s = lastJson<{ listed: number; fetched: number; warehouseMs: number }>(steady);
@@ -188,15 +194,7 @@ async function measure(size: number, log: (l: string) => void): Promise<BenchRow
       const first = join(root, 'f');
       // Unthrottled: at a real key's rate the first sync measures the rate, not what runsync does
       // with the runs as the warehouse grows.
-      const sim2 = await startSimulator({
-        port: 0,
-        seed: w.seed,
-        size,
-        days: w.days,
-        now: NOW,
-        clock: 'manual',
-        rateLimit: { perKey: null },
-      });
+      const sim2 = await worldSimulator(w, { rateLimit: { perKey: null } });
       try {
         const t = await child(['sync', first, sim2.url, sim2.key, String(NOW), startDateOf(w)]);
         rss('sync (first, full)', t);
