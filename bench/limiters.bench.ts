@@ -2,8 +2,9 @@ import { Redis } from 'ioredis';
 import { ApiClient } from '../src/api/index.ts';
 import { SharedRateBudget } from '../src/budget/index.ts';
 import { RedisBudgetStore } from '../src/budget/redis-store.ts';
-import type { RequestRecord } from '../src/simulator/index.ts';
+import { DEFAULT_ORG, type RequestRecord } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
+import { evenPacerFloor } from './even-pacer.ts';
 import { type Burst, burst, LIMITER_CASES, type LimiterCase, rateLimitedSimulator } from './rate-kit.ts';
 
 /** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
@@ -21,7 +22,9 @@ time over requests ÷ R, where requests are those the limiter counted, R is the 
 neighbour's share taken off) and the span the spurious 429s' Retry-After covered is added to the
 ideal (1.00 is every request at that rate; below 1, a bucket's first burst paid for part of it); the
 share of 429s the limiter sent; and the busiest aligned second of detail fetches, runs-list pages
-and all requests. \`BENCH_LIMITERS\`, \`BENCH_RATES\` and \`BENCH_WORKERS\` (comma lists) pick cases,
+and all requests. For a limiter with a neighbour, a row gives the floor: the 429s a client would
+meet that knew the rate left to it and sent evenly at exactly that rate, replayed against the same
+bucket and neighbour from 40 starts. \`BENCH_LIMITERS\`, \`BENCH_RATES\` and \`BENCH_WORKERS\` (comma lists) pick cases,
 \`BENCH_REPEAT\` runs each that many times and \`BENCH_TRACE=1\` prints each case's tenths of a
 second.`;
 
@@ -35,6 +38,7 @@ const REPEAT = Number(process.env.BENCH_REPEAT ?? '1');
  */
 const SECONDS = 10;
 const MIN_REQUESTS = 50;
+const caseSize = (rate: number, scale: number) => Math.max(MIN_REQUESTS, Math.round(rate * SECONDS * scale));
 
 interface Case {
   limiter: LimiterCase;
@@ -187,6 +191,26 @@ function pivot(results: { c: Case; o: Outcome }[]): string[] {
   return lines;
 }
 
+/**
+ * For a limiter with a neighbour: the 429s a client that knew the rate left to it, sending evenly
+ * at exactly that rate, meets on the same bucket and neighbour. The goal cannot ask less of a case.
+ */
+function floorRow(limiter: LimiterCase, rate: number, n: number): BenchRow | null {
+  const limits = limiter.limits(rate).rateLimit ?? {};
+  const floor = evenPacerFloor(limits, DEFAULT_ORG, rate * limiter.share, n);
+  if (floor === null) return null;
+  return {
+    bench: 'limiters',
+    metric: `${limiter.name}, R ${rate}: an even pacer at the rate left, 429 share`,
+    value: 100 * floor.share,
+    unit: '%',
+    goal: 'the floor pacing alone can reach',
+    note:
+      `${floor.meanRefused.toFixed(2)} refused of ${n} requests on average; ` +
+      `at least one refused from ${floor.refusedAtAll} of ${floor.starts} starts`,
+  };
+}
+
 /** The limiters BENCH_LIMITERS names (all by default); an unknown name is refused with the list. */
 function chosenLimiters(names: string | undefined): LimiterCase[] {
   if (!names) return [...LIMITER_CASES];
@@ -209,12 +233,17 @@ const bench: Bench = async (ctx: BenchContext) => {
       for (const rate of RATES) {
         for (const workers of WORKERS.flatMap((w) => Array<number>(REPEAT).fill(w))) {
           const c = { limiter, rate, workers };
-          const n = Math.max(MIN_REQUESTS, Math.round(rate * SECONDS * ctx.scale));
+          const n = caseSize(rate, ctx.scale);
           const o = await runCase(c, n, redis, run++);
           const spurious = o.spurious > 0 ? `, ${o.spurious} spurious` : '';
           ctx.log(`${limiter.name} R=${rate} x${workers}: ${ratio(c, o).toFixed(3)}, ${o.limited} x 429${spurious}`);
           out.push(row(c, o, n));
           results.push({ c, o });
+        }
+        const floor = floorRow(limiter, rate, caseSize(rate, ctx.scale));
+        if (floor) {
+          ctx.log(`${limiter.name} R=${rate}, an even pacer at the rate left: ${floor.note}`);
+          out.push(floor);
         }
       }
     }

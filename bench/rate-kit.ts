@@ -72,6 +72,27 @@ const NEIGHBOUR_SHARE = 0.25;
 export const LIMITER_CASES: readonly LimiterCase[] = [
   ...RATE_MODELS.map((model) => ({ name: model, share: 1, limits: () => ({ rateLimit: { model } }) })),
   {
+    name: 'gcra-burst-2x',
+    share: 1,
+    limits: (rate: number) => ({
+      rateLimit: { model: 'gcra' as const, perKey: { limit: rate, windowSeconds: 1, burst: 2 * rate } },
+    }),
+  },
+  {
+    name: 'sliding-10s',
+    share: 1,
+    limits: (rate: number) => ({
+      rateLimit: { model: 'sliding' as const, perKey: { limit: 10 * rate, windowSeconds: 10 } },
+    }),
+  },
+  {
+    name: 'fixed-10s',
+    share: 1,
+    limits: (rate: number) => ({
+      rateLimit: { model: 'fixed' as const, perKey: { limit: 10 * rate, windowSeconds: 10 } },
+    }),
+  },
+  {
     name: 'bursty-neighbour',
     share: 1 - NEIGHBOUR_SHARE,
     limits: (rate: number) => ({

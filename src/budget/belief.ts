@@ -53,6 +53,7 @@ export function newBucket(burst: number, endpoint: string | null, now: number): 
     factorAt: now,
     cutAt: 0,
     ranOutAt: 0,
+    heldWindowMs: 0,
     last: null,
     pausedUntilMs: 0,
     nextAt: 0,
@@ -140,6 +141,26 @@ function oursBetween(b: Bucket, from: number, to: number): number {
 function windowOf(b: Bucket, fig: Figure): number {
   const span = fig.resetAtMs === null ? 0 : fig.resetAtMs - fig.at;
   return Math.max(b.windowMs, Math.floor(span / 1000) * 1000);
+}
+
+/**
+ * A known bucket's own 429 that reports it empty: its `Reset` may lie further ahead than any page's
+ * did (a bucket whose burst exceeds a second's rate is full again only a window after it emptied).
+ * That window is held, not learned: a gateway shedding load may send a 429 that reads the same.
+ */
+export function holdWindow(b: Bucket, fig: Figure): Bucket {
+  const windowMs = windowOf(b, fig);
+  return windowMs > b.windowMs ? { ...b, heldWindowMs: windowMs } : b;
+}
+
+/**
+ * The probe after the pause: a bucket still half empty after it does not give its burst back as
+ * fast as believed, so the held window is learned; else it is dropped.
+ */
+export function settleWindow(b: Bucket, fig: Figure): Bucket {
+  if (b.heldWindowMs <= b.windowMs) return b.heldWindowMs === 0 ? b : { ...b, heldWindowMs: 0 };
+  if (fig.remaining > b.burst / 2) return { ...b, heldWindowMs: 0 };
+  return { ...b, windowMs: b.heldWindowMs, heldWindowMs: 0, cutAt: 0, ranOutAt: 0 };
 }
 
 /**

@@ -4,6 +4,7 @@ import {
   countStart,
   cut,
   drawnOn,
+  holdWindow,
   isLive,
   keyPace,
   learnFigure,
@@ -13,6 +14,7 @@ import {
   othersShown,
   pace,
   ranOut,
+  settleWindow,
 } from './belief.ts';
 import type { Bucket, BudgetPolicy, BudgetState, Figure, RateObservation } from './types.ts';
 
@@ -23,6 +25,8 @@ import type { Bucket, BudgetPolicy, BudgetState, Figure, RateObservation } from 
 const COLD_WAIT_MS = 2_000;
 /** Key-wide figures older than this, while requests flow, ask for a probe. */
 const PROBE_EVERY_MS = 10_000;
+/** The state's own `starts` are counted as a bucket of this window counts them: 100 ms slots. */
+const FLEET_WINDOW_MS = 1000;
 
 /**
  * How far behind its schedule the pace may catch up, as a share of the shortest window: a turn
@@ -98,7 +102,7 @@ export function takeTurn(
       seq,
       seqByEndpoint: { ...s.seqByEndpoint, [ep]: endpointSeq },
       buckets,
-      starts: countStart(s.starts ?? [], 1000, at, 1, now),
+      starts: countStart(s.starts ?? [], FLEET_WINDOW_MS, at, 1, now),
       nextAt: paced === null ? s.nextAt : from + 1000 / paced,
       probeAtMs: ep === 'runs.list' ? now : s.probeAtMs,
       // Waiting, and the wait over: the budget goes on without a figure.
@@ -124,10 +128,13 @@ function placeFigure(s: BudgetState, endpoint: string, burst: number, refused: b
 }
 
 /**
- * The figure after a 429's pause judges it. Still near zero: the bucket ran out at our pace, and the
+ * The figure after a 429's pause judges it. A longer window the 429 showed, confirmed: the window
+ * was misread, and that explains it. Still near zero: the bucket ran out at our pace, and the
  * factor halves. Others seen on it: the bucket is shared. Neither: the 429 was not the bucket's.
  */
-function judged(b: Bucket, fig: Figure, others: number, policy: BudgetPolicy, now: number): Bucket {
+function judged(b0: Bucket, fig: Figure, others: number, policy: BudgetPolicy, now: number): Bucket {
+  const b = settleWindow(b0, fig);
+  if (b.windowMs > b0.windowMs) return b;
   if (fig.remaining <= nearZero(b)) return cut(b, now);
   return others > 0 ? ranOut(b, policy, now) : b;
 }
@@ -196,7 +203,9 @@ export function learn(
       return { ...s, buckets: { ...s.buckets, [key]: b } };
     }
     // A 429's own figures may be a gateway's, not the bucket's: the figure after the pause tells.
-    return recheck(s);
+    // A known bucket reported empty holds the window its Reset shows, for that figure to settle.
+    const empty = !fresh && obs.remaining !== null && obs.remaining <= nearZero(b0);
+    return recheck(empty ? { ...s, buckets: { ...s.buckets, [key]: holdWindow(b0, fig) } } : s);
   }
   const probe = s.rechecking && !s.heard;
   const learned = learnFigure(b0, fig, startedAt, now, probe);
@@ -214,7 +223,8 @@ export function learn(
 
 /**
  * A `key` bucket first heard of: the turns that went before its figure are paced as if it had
- * been known, so the next starts no earlier than the end of the first one's slot plus their number
+ * been known, so the next starts no earlier than the end of the first one's slot (the fleet's, a
+ * tenth of a second) plus their number
  * at the pace (a sliding log counts every one of them in the window the pace begins in).
  */
 function pacedFromFirst(s: BudgetState, b: Bucket, policy: BudgetPolicy, now: number): BudgetState {
@@ -222,7 +232,8 @@ function pacedFromFirst(s: BudgetState, b: Bucket, policy: BudgetPolicy, now: nu
   const first = b.starts[0];
   if (paced === null || first === undefined) return s;
   const n = b.starts.reduce((sum, [, c]) => sum + c, 0);
-  return { ...s, nextAt: Math.max(s.nextAt, first[0] + b.windowMs / 10 + (n * 1000) / paced) };
+  // The starts were counted in the fleet's slots, before the bucket's window was known.
+  return { ...s, nextAt: Math.max(s.nextAt, first[0] + FLEET_WINDOW_MS / 10 + (n * 1000) / paced) };
 }
 
 /**
@@ -240,7 +251,7 @@ export function stale(s: BudgetState, endpoint: string, seq: number, now: number
 export function givenUp(s: BudgetState, endpoint: string, turn: Turn, now: number): BudgetState {
   const buckets = { ...s.buckets };
   for (const [key, b] of drawnOn(s, endpoint, now)) buckets[key] = counted(b, turn.at ?? now, -1, now);
-  return { ...s, buckets, starts: countStart(s.starts ?? [], 1000, turn.at ?? now, -1, now) };
+  return { ...s, buckets, starts: countStart(s.starts ?? [], FLEET_WINDOW_MS, turn.at ?? now, -1, now) };
 }
 
 /**

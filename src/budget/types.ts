@@ -39,6 +39,8 @@ export interface Bucket {
   /** When the factor was last halved, and when a 429 last found others on the bucket. */
   cutAt: number;
   ranOutAt: number;
+  /** A longer window a 429 reporting the bucket empty showed, until the probe after it settles it (0: none). */
+  heldWindowMs: number;
   /** The newest figure learned. */
   last: Figure | null;
   /** No request drawing on this bucket starts before this. */

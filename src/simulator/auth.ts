@@ -38,6 +38,9 @@ export type AuthResult =
   | { ok: true; keyId: string; org: string; scopes: Set<string> }
   | { ok: false; reason: 'missing' | 'malformed' | 'unknown' | 'expired' | 'revoked' };
 
+/** The organization of a key added without one. */
+export const DEFAULT_ORG = 'org_default';
+
 function hashKey(key: string): string {
   return createHash('sha256').update(key).digest('hex');
 }
@@ -54,7 +57,7 @@ export class SimKeys {
       id: hash.slice(0, 12),
       preview: `${key.slice(0, KEY_PREFIX.length + 4)}…`,
       scopes: new Set(spec.scopes ?? ALL_SCOPES),
-      org: spec.org ?? 'org_default',
+      org: spec.org ?? DEFAULT_ORG,
       expiresAt: spec.expiresAt ?? null,
       revoked: false,
     });

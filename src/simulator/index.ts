@@ -1,4 +1,4 @@
-export { ALL_SCOPES, KEY_PREFIX, type SimKeySpec } from './auth.ts';
+export { ALL_SCOPES, DEFAULT_ORG, KEY_PREFIX, type SimKeySpec } from './auth.ts';
 export type { Json } from './catalog.ts';
 export type { RequestRecord } from './counters.ts';
 export { type FaultConfig, NO_FAULTS } from './faults.ts';

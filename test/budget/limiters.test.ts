@@ -25,6 +25,7 @@ const LIMITERS: Record<string, (rate: number) => Partial<RateLimitConfig>> = {
   }),
   'fixed windows': (rate) => ({ model: 'fixed', perKey: { limit: rate, windowSeconds: 1 } }),
   'sliding log': (rate) => ({ model: 'sliding', perKey: { limit: rate, windowSeconds: 1 } }),
+  'sliding log of ten seconds': (rate) => ({ model: 'sliding', perKey: { limit: 10 * rate, windowSeconds: 10 } }),
   'GCRA, burst twice the rate': (rate) => ({
     model: 'gcra',
     perKey: { limit: rate, windowSeconds: 1, burst: 2 * rate },
