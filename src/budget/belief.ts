@@ -154,12 +154,13 @@ export function holdWindow(b: Bucket, fig: Figure): Bucket {
 }
 
 /**
- * The probe after the pause: a bucket still half empty after it does not give its burst back as
- * fast as believed, so the held window is learned; else it is dropped.
+ * The probe after the pause (a second at least, a believed window or more): a bucket not near full
+ * again does not give its burst back as fast as believed, so the held window is learned; a bucket
+ * full again drops it.
  */
 export function settleWindow(b: Bucket, fig: Figure): Bucket {
   if (b.heldWindowMs <= b.windowMs) return b.heldWindowMs === 0 ? b : { ...b, heldWindowMs: 0 };
-  if (fig.remaining > b.burst / 2) return { ...b, heldWindowMs: 0 };
+  if (fig.remaining > b.burst - nearZero(b)) return { ...b, heldWindowMs: 0 };
   return { ...b, windowMs: b.heldWindowMs, heldWindowMs: 0, cutAt: 0, ranOutAt: 0 };
 }
 
