@@ -159,9 +159,11 @@ export function holdWindow(b: Bucket, fig: Figure): Bucket {
  * full again drops it.
  */
 export function settleWindow(b: Bucket, fig: Figure): Bucket {
-  if (b.heldWindowMs <= b.windowMs) return b.heldWindowMs === 0 ? b : { ...b, heldWindowMs: 0 };
+  // A state stored before held windows existed has none.
+  const held = b.heldWindowMs ?? 0;
+  if (held <= b.windowMs) return held === 0 ? b : { ...b, heldWindowMs: 0 };
   if (fig.remaining > b.burst - nearZero(b)) return { ...b, heldWindowMs: 0 };
-  return { ...b, windowMs: b.heldWindowMs, heldWindowMs: 0, cutAt: 0, ranOutAt: 0 };
+  return { ...b, windowMs: held, heldWindowMs: 0, cutAt: 0, ranOutAt: 0 };
 }
 
 /**
