@@ -1,14 +1,17 @@
-import { createLimiter, OWN_RATE_MODELS, type OwnRateModel } from '../src/simulator/limiters.ts';
-import { neighbourSchedule } from '../src/simulator/neighbour.ts';
-import type { RateLimitConfig } from '../src/simulator/rate-limit.ts';
+import {
+  DEFAULT_RATE_LIMIT,
+  LibraryClockError,
+  type RateLimitConfig,
+  SimRateLimiter,
+} from '../src/simulator/rate-limit.ts';
 
 // The floor a neighbour sets: what a client that knew the rate left to it exactly, and sent its
-// requests evenly at that rate, would meet on the same organization bucket and the same neighbour.
-// No budget can do better by pacing alone, since it never sees the bucket between figures: when a
-// neighbour's burst empties the bucket just before one of our requests, that request is refused.
+// requests evenly at that rate, would meet on the same limits and the same neighbour. No budget can
+// do better by pacing alone, since it never sees the bucket between figures: when a neighbour's
+// burst empties the bucket just before one of our requests, that request is refused.
 
 export interface EvenPacerFloor {
-  /** Starts tried: the pacer's first request at evenly spread offsets within one of its gaps. */
+  /** Starts tried: the pacer's stream after its first request at offsets spread over one gap. */
   starts: number;
   /** Starts at which at least one request was refused. */
   refusedAtAll: number;
@@ -17,17 +20,22 @@ export interface EvenPacerFloor {
   share: number;
 }
 
-/** The organization bucket and its neighbour of `limits`, or null when it has none we can replay. */
-function replayable(limits: Partial<RateLimitConfig>): { bucket: NonNullable<RateLimitConfig['perOrg']> } | null {
-  const b = limits.perOrg;
-  if (!b || !(limits.neighbourPerSecond ?? 0)) return null;
-  const model = b.model ?? limits.model;
-  return OWN_RATE_MODELS.includes(model as OwnRateModel) ? { bucket: b } : null;
+/** Limits the simulator's own limiters replay on any clock, with a neighbour on them. */
+function replayable(limits: Partial<RateLimitConfig>): boolean {
+  if (!(limits.neighbourPerSecond ?? 0)) return false;
+  try {
+    new SimRateLimiter({ ...DEFAULT_RATE_LIMIT, ...limits }).check('k', 'org', 'runs.get', 0);
+    return true;
+  } catch (e) {
+    // A library-backed bucket lives on the real clock.
+    if (e instanceof LibraryClockError) return false;
+    throw e;
+  }
 }
 
 /**
- * Replays `limits`' neighbour of organization `org` against its bucket, with an even pacer sending
- * `n` requests at `perSecond`, from `starts` offsets; null when the limits have no neighbour.
+ * Replays `limits` (as the simulator runs them, neighbour included) for organization `org`, with an
+ * even pacer sending `n` run details at `perSecond`, from `starts` offsets; null without a neighbour.
  */
 export function evenPacerFloor(
   limits: Partial<RateLimitConfig>,
@@ -36,30 +44,19 @@ export function evenPacerFloor(
   n: number,
   starts = 40,
 ): EvenPacerFloor | null {
-  const found = replayable(limits);
-  if (!found) return null;
-  const { bucket } = found;
+  if (!replayable(limits)) return null;
   const gap = 1000 / perSecond;
   const counts: number[] = [];
   for (let k = 0; k < starts; k++) {
-    const neighbour = neighbourSchedule(limits.neighbourPerSecond ?? 0, limits.neighbourBursts, org);
-    const limiter = createLimiter({
-      model: (bucket.model ?? limits.model) as OwnRateModel,
-      limit: bucket.limit,
-      windowSeconds: bucket.windowSeconds,
-      burst: bucket.burst ?? bucket.limit,
-    });
-    // The simulator starts the neighbour's schedule at the first request it sees.
+    // Afresh each start: the neighbour's schedule begins at the first request the limiter sees,
+    // and the even stream after it starts at the offset, as a budget's does after its cold request.
+    const limiter = new SimRateLimiter({ ...DEFAULT_RATE_LIMIT, ...limits });
     const t0 = 1_000_000;
-    neighbour?.due(t0);
+    const at = (i: number) => (i === 0 ? t0 : t0 + (k * gap) / starts + i * gap);
     let refused = 0;
     for (let sent = 0, i = 0; sent < n; i++) {
-      const t = t0 + (k * gap) / starts + i * gap;
-      for (const a of neighbour?.due(t) ?? []) if (limiter.room(a) >= 1) limiter.take(a);
-      if (limiter.room(t) >= 1) {
-        limiter.take(t);
-        sent++;
-      } else refused++;
+      if (limiter.check('k', org, 'runs.get', at(i))?.allowed === false) refused++;
+      else sent++;
     }
     counts.push(refused);
   }

@@ -5,13 +5,14 @@ import { RedisBudgetStore } from '../src/budget/redis-store.ts';
 import { DEFAULT_ORG, type RequestRecord } from '../src/simulator/index.ts';
 import type { Bench, BenchContext, BenchRow } from './bench-types.ts';
 import { evenPacerFloor } from './even-pacer.ts';
-import { type Burst, burst, LIMITER_CASES, type LimiterCase, rateLimitedSimulator } from './rate-kit.ts';
+import { type Burst, burst, caseRateLimit, LIMITER_CASES, type LimiterCase, rateLimitedSimulator } from './rate-kit.ts';
 
 /** What the bench measures and how, for docs/performance.md (`npm run bench` writes it). */
 export const method = `The rate budget against every limiter the simulator runs (\`--rate-model\`: the project's fixed
 window, sliding log, token buckets whose Reset is "full again at" or "next token at" and GCRA, and
 those run by npm libraries: rate-limiter-flexible's fixed and bursty limiters, express-rate-limit,
-limiter's token bucket and rate limiter), plus an organization bucket (a token bucket) that a
+limiter's token bucket and rate limiter), plus a GCRA whose burst is twice its rate, a sliding log
+and fixed windows of ten seconds, an organization bucket (a token bucket) that a
 neighbour draws a quarter of in random bursts, and a key's fixed window behind a gateway that sheds
 3% of requests with 429s (Retry-After 1-2 s) and fails 5% with 5xx; at R = 5, 20, 50 and 200
 requests per second, from one worker and from three sharing the budget in Redis (\`REDIS_URL\`,
@@ -24,7 +25,8 @@ ideal (1.00 is every request at that rate; below 1, a bucket's first burst paid 
 share of 429s the limiter sent; and the busiest aligned second of detail fetches, runs-list pages
 and all requests. For a limiter with a neighbour, a row gives the floor: the 429s a client would
 meet that knew the rate left to it and sent evenly at exactly that rate, replayed against the same
-bucket and neighbour from 40 starts. \`BENCH_LIMITERS\`, \`BENCH_RATES\` and \`BENCH_WORKERS\` (comma lists) pick cases,
+limits and neighbour from 40 starts. \`BENCH_LIMITERS\`, \`BENCH_RATES\` and \`BENCH_WORKERS\`
+(comma lists) pick cases,
 \`BENCH_REPEAT\` runs each that many times and \`BENCH_TRACE=1\` prints each case's tenths of a
 second.`;
 
@@ -38,7 +40,6 @@ const REPEAT = Number(process.env.BENCH_REPEAT ?? '1');
  */
 const SECONDS = 10;
 const MIN_REQUESTS = 50;
-const caseSize = (rate: number, scale: number) => Math.max(MIN_REQUESTS, Math.round(rate * SECONDS * scale));
 
 interface Case {
   limiter: LimiterCase;
@@ -196,7 +197,7 @@ function pivot(results: { c: Case; o: Outcome }[]): string[] {
  * at exactly that rate, meets on the same bucket and neighbour. The goal cannot ask less of a case.
  */
 function floorRow(limiter: LimiterCase, rate: number, n: number): BenchRow | null {
-  const limits = limiter.limits(rate).rateLimit ?? {};
+  const limits = caseRateLimit({ rate, ...limiter.limits(rate) });
   const floor = evenPacerFloor(limits, DEFAULT_ORG, rate * limiter.share, n);
   if (floor === null) return null;
   return {
@@ -231,16 +232,16 @@ const bench: Bench = async (ctx: BenchContext) => {
   try {
     for (const limiter of limiters) {
       for (const rate of RATES) {
+        const n = Math.max(MIN_REQUESTS, Math.round(rate * SECONDS * ctx.scale));
         for (const workers of WORKERS.flatMap((w) => Array<number>(REPEAT).fill(w))) {
           const c = { limiter, rate, workers };
-          const n = caseSize(rate, ctx.scale);
           const o = await runCase(c, n, redis, run++);
           const spurious = o.spurious > 0 ? `, ${o.spurious} spurious` : '';
           ctx.log(`${limiter.name} R=${rate} x${workers}: ${ratio(c, o).toFixed(3)}, ${o.limited} x 429${spurious}`);
           out.push(row(c, o, n));
           results.push({ c, o });
         }
-        const floor = floorRow(limiter, rate, caseSize(rate, ctx.scale));
+        const floor = floorRow(limiter, rate, n);
         if (floor) {
           ctx.log(`${limiter.name} R=${rate}, an even pacer at the rate left: ${floor.note}`);
           out.push(floor);

@@ -38,17 +38,22 @@ export interface RateCase {
   faults?: Partial<FaultConfig>;
 }
 
+/** The simulator's rate limits for a case: a key's bucket of `rate` a second, `rateLimit` laid over. */
+export function caseRateLimit(c: Pick<RateCase, 'rate' | 'model' | 'rateLimit'>): Partial<RateLimitConfig> {
+  return {
+    ...(c.model ? { model: c.model } : {}),
+    perKey: { limit: c.rate, windowSeconds: 1 },
+    ...c.rateLimit,
+  };
+}
+
 export function rateLimitedSimulator(c: RateCase): Promise<Simulator> {
   return startSimulator({
     port: 0,
     seed: c.seed,
     size: c.size,
     now: '2026-03-01T00:00:00Z',
-    rateLimit: {
-      ...(c.model ? { model: c.model } : {}),
-      perKey: { limit: c.rate, windowSeconds: 1 },
-      ...c.rateLimit,
-    },
+    rateLimit: caseRateLimit(c),
     faults: { baseLatencyMs: c.latencyMs, ...c.faults },
   });
 }
